@@ -1,0 +1,74 @@
+// opweave core: SHA-256 and the typed key hasher built on it.
+//
+// Cache keys are SHA-256 digests. Sha256 is the plain FIPS 180-4 hash.
+// KeyHasher feeds it *typed, length-prefixed* fields, so that no two different
+// field sequences produce the same byte stream: ("-I", "-O2") and ("-I-O2")
+// hash differently, and so do a string "1" and an integer 1.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opweave {
+
+using Digest = std::array<std::uint8_t, 32>;
+
+// Lower-case hexadecimal spelling of a digest (64 characters).
+std::string to_hex(const Digest& digest);
+
+// Incremental SHA-256. Feed bytes with update(), then call finish() once.
+// After finish() the object is reset and may hash a new message.
+class Sha256 {
+public:
+    Sha256() noexcept;
+
+    // Feeds `size` bytes; (nullptr, 0) is allowed.
+    void update(const void* data, std::size_t size) noexcept;
+    void update(std::string_view bytes) noexcept { update(bytes.data(), bytes.size()); }
+
+    // Returns the digest of everything fed since construction or the last
+    // finish(), and resets the state.
+    Digest finish() noexcept;
+
+    // One-shot helper: the digest of `bytes`.
+    static Digest of(std::string_view bytes) noexcept;
+
+private:
+    void reset() noexcept;
+    void compress(const std::uint8_t* block) noexcept;
+
+    std::array<std::uint32_t, 8> m_state;
+    std::array<std::uint8_t, 64> m_buffer;
+    std::size_t m_buffered;
+    std::uint64_t m_total_bytes;
+};
+
+// Builds a key from typed fields. The byte encoding is part of every cache
+// key, so it is fixed:
+//   string  's', length as 8 little-endian bytes, the bytes
+//   integer 'i', 8 (as 8 LE bytes), the value as 8 LE bytes (two's complement)
+//   list    'l', the element count as 8 LE bytes, then each element as a string
+//   named   'n'-tagged name (encoded like a string), then the value as a string
+class KeyHasher {
+public:
+    KeyHasher& add(std::string_view text);
+    KeyHasher& add(std::int64_t number);
+    KeyHasher& add(const std::vector<std::string>& list);
+    // A named field: the name ('n'), then the value ('s').
+    KeyHasher& add(std::string_view name, std::string_view value);
+
+    // The digest of all fields so far, as 64 hex characters. The hasher is
+    // reset afterwards.
+    std::string hex_digest();
+
+private:
+    void add_tagged(char tag, const void* data, std::size_t size);
+
+    Sha256 m_sha;
+};
+
+}  // namespace opweave

@@ -1,0 +1,75 @@
+// A minimal test harness for opweave's C++ unit tests: register test
+// functions with OPWEAVE_TEST, assert with CHECK / CHECK_EQ / CHECK_THROWS_AS.
+// check_main.cpp runs every registered test and exits non-zero on a failure.
+#pragma once
+
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace opweave_test {
+
+struct TestCase {
+    const char* name;
+    std::function<void()> body;
+};
+
+std::vector<TestCase>& registry();
+void record_failure(const char* file, int line, const std::string& message);
+
+struct Registrar {
+    Registrar(const char* name, std::function<void()> body) {
+        registry().push_back({name, std::move(body)});
+    }
+};
+
+template <typename T>
+std::string describe(const T& value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+}  // namespace opweave_test
+
+#define OPWEAVE_TEST(name)                                                        \
+    static void name();                                                           \
+    static const ::opweave_test::Registrar opweave_registrar_##name(#name, name); \
+    static void name()
+
+#define CHECK(condition)                                                              \
+    do {                                                                              \
+        if (!(condition)) {                                                           \
+            ::opweave_test::record_failure(__FILE__, __LINE__, "CHECK(" #condition ")"); \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_EQ(actual, expected)                                                       \
+    do {                                                                                 \
+        const auto& opweave_a = (actual);                                                \
+        const auto& opweave_e = (expected);                                              \
+        if (!(opweave_a == opweave_e)) {                                                 \
+            ::opweave_test::record_failure(                                              \
+                __FILE__, __LINE__,                                                      \
+                "CHECK_EQ(" #actual ", " #expected "): got " +                           \
+                    ::opweave_test::describe(opweave_a) + ", expected " +                \
+                    ::opweave_test::describe(opweave_e));                                \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_THROWS_AS(expression, exception_type)                                     \
+    do {                                                                                \
+        bool opweave_thrown = false;                                                    \
+        try {                                                                           \
+            (void)(expression);                                                         \
+        } catch (const exception_type&) {                                               \
+            opweave_thrown = true;                                                      \
+        } catch (...) {                                                                 \
+        }                                                                               \
+        if (!opweave_thrown) {                                                          \
+            ::opweave_test::record_failure(__FILE__, __LINE__,                          \
+                                           #expression " did not throw " #exception_type); \
+        }                                                                               \
+    } while (0)
