@@ -1,0 +1,224 @@
+// opweave core: SystemCompiler, a real g++ or clang++ run with posix_spawnp
+// (see include/opweave/compiler.hpp).
+//
+// Without a launcher a job is one command that compiles and links the shared
+// library. With a launcher (ccache, sccache) it is two: the launcher compiles
+// to an object file, then the compiler links it without the launcher, because
+// those tools do not cache a one-step `-shared` build and only get in the way
+// of a link.
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "compiler/compiler_lookup.hpp"
+#include "opweave/compiler.hpp"
+#include "opweave/errors.hpp"
+#include "util/process.hpp"
+
+namespace opweave {
+
+namespace {
+
+// `--version` is instant for a healthy compiler; a generous bound still
+// protects against one that hangs (a stuck network mount, a wedged wrapper).
+constexpr double k_version_timeout_seconds = 30.0;
+
+// Which part of a job a command performs; shapes error messages.
+enum class Step { compile_and_link, compile_object, link };
+
+const char* opt_flag(OptLevel level) {
+    switch (level) {
+        case OptLevel::o0:
+            return "-O0";
+        case OptLevel::o1:
+            return "-O1";
+        case OptLevel::o2:
+            return "-O2";
+        case OptLevel::o3:
+            return "-O3";
+    }
+    return "-O2";
+}
+
+std::string object_path(const CompileJob& job) {
+    return job.output.string() + ".o";
+}
+
+void append_code_generation_flags(std::vector<std::string>& command, const CompileJob& job) {
+    command.emplace_back("-fPIC");
+    command.emplace_back("-fvisibility=hidden");
+    command.emplace_back(opt_flag(job.opt_level));
+    if (job.debug_info == DebugInfo::yes) {
+        command.emplace_back("-g");
+    }
+}
+
+void append_flags(std::vector<std::string>& command, const CompileJob& job) {
+    command.insert(command.end(), job.flags.begin(), job.flags.end());
+}
+
+// Empty entries are dropped: a bare "-I" or "-L" would swallow the next word.
+void append_prefixed(std::vector<std::string>& command, const char* prefix,
+                     const std::vector<std::string>& values) {
+    for (const std::string& value : values) {
+        if (!value.empty()) {
+            command.push_back(prefix + value);
+        }
+    }
+}
+
+void append_link_inputs(std::vector<std::string>& command, const CompileJob& job) {
+    append_prefixed(command, "-L", job.lib_dirs);
+    append_prefixed(command, "-l", job.libraries);
+}
+
+std::string format_seconds(double seconds) {
+    std::ostringstream out;
+    out << seconds;
+    return out.str();
+}
+
+// "compiling /src/x.cpp" or "linking /out/x.so".
+std::string activity(Step step, const CompileJob& job) {
+    if (step == Step::link) {
+        return "linking " + job.output.string();
+    }
+    return "compiling " + job.source.string();
+}
+
+// The one-line summary of a failed command, e.g.
+// "g++ failed with exit status 1 compiling /src/x.cpp".
+std::string failure_summary(const std::string& program, Step step, const CompileJob& job,
+                            const util::ProcessResult& run, double timeout_seconds) {
+    std::string what;
+    if (run.timed_out) {
+        what = "timed out after " + format_seconds(timeout_seconds) + " s";
+    } else if (run.term_signal != 0) {
+        what = "was killed by signal " + std::to_string(run.term_signal);
+    } else {
+        what = "failed with exit status " + std::to_string(run.exit_status);
+    }
+    return program + " " + what + " " + activity(step, job);
+}
+
+// Removes the intermediate object file of a two-step build, whether the
+// build succeeded or not; a failure to remove it is harmless.
+class ObjectFileCleanup {
+public:
+    explicit ObjectFileCleanup(std::filesystem::path path) : m_path(std::move(path)) {}
+    ~ObjectFileCleanup() {
+        if (!m_path.empty()) {
+            std::error_code ignored;
+            std::filesystem::remove(m_path, ignored);
+        }
+    }
+    ObjectFileCleanup(const ObjectFileCleanup&) = delete;
+    ObjectFileCleanup& operator=(const ObjectFileCleanup&) = delete;
+
+private:
+    std::filesystem::path m_path;
+};
+
+}  // namespace
+
+SystemCompiler::SystemCompiler(CompilerOptions options) : m_options(std::move(options)) {
+    compiler_detail::CompilerCommand command =
+        compiler_detail::resolve_compiler_command(m_options.cxx);
+    m_identity.path = command.compiler.string();
+
+    // An explicit launcher option wins over one that came with $CXX.
+    std::vector<std::string> configured = compiler_detail::resolve_launcher(m_options.launcher);
+    m_identity.launcher = configured.empty() ? std::move(command.launcher) : std::move(configured);
+
+    const std::vector<std::string> query = {m_identity.path, "--version"};
+    util::ProcessResult version;
+    try {
+        version = util::run_process(query, k_version_timeout_seconds);
+    } catch (const Error& e) {
+        throw Error("cannot query the C++ compiler version: " + std::string(e.what()));
+    }
+    if (!version.succeeded()) {
+        std::string how;
+        if (version.timed_out) {
+            how = "timed out after " + format_seconds(k_version_timeout_seconds) + " s";
+        } else if (version.term_signal != 0) {
+            how = "was killed by signal " + std::to_string(version.term_signal);
+        } else {
+            how = "failed with exit status " + std::to_string(version.exit_status);
+        }
+        throw Error("'" + m_identity.path + " --version' " + how +
+                    "; is it a working C++ compiler? Output:\n" + version.output);
+    }
+    m_identity.version = std::move(version.output);
+}
+
+std::vector<std::vector<std::string>> SystemCompiler::command_lines(const CompileJob& job) const {
+    const std::string& cxx = m_identity.path;
+    if (m_identity.launcher.empty()) {
+        std::vector<std::string> command = {cxx, "-shared"};
+        append_code_generation_flags(command, job);
+        append_flags(command, job);
+        append_prefixed(command, "-I", job.include_dirs);
+        command.insert(command.end(), {"-o", job.output.string(), job.source.string()});
+        append_link_inputs(command, job);
+        return {std::move(command)};
+    }
+
+    const std::string object = object_path(job);
+    std::vector<std::string> compile = m_identity.launcher;
+    compile.insert(compile.end(), {cxx, "-c"});
+    append_code_generation_flags(compile, job);
+    append_flags(compile, job);
+    append_prefixed(compile, "-I", job.include_dirs);
+    compile.insert(compile.end(), {"-o", object, job.source.string()});
+
+    std::vector<std::string> link = {cxx, "-shared", "-fPIC"};
+    append_flags(link, job);
+    link.insert(link.end(), {"-o", job.output.string(), object});
+    append_link_inputs(link, job);
+    return {std::move(compile), std::move(link)};
+}
+
+CompileResult SystemCompiler::compile(const CompileJob& job) const {
+    const std::vector<std::vector<std::string>> commands = command_lines(job);
+    const bool two_step = commands.size() == 2;
+    const ObjectFileCleanup cleanup(two_step ? std::filesystem::path(object_path(job))
+                                             : std::filesystem::path());
+    const std::string compiler_name = std::filesystem::path(m_identity.path).filename().string();
+
+    CompileResult result;
+    for (std::size_t index = 0; index < commands.size(); ++index) {
+        const std::vector<std::string>& command = commands[index];
+        Step step = Step::compile_and_link;
+        std::string program = compiler_name;
+        if (two_step) {
+            step = index == 0 ? Step::compile_object : Step::link;
+        }
+        if (step == Step::compile_object) {
+            const std::filesystem::path launcher(m_identity.launcher.front());
+            program += " (via " + launcher.filename().string() + ")";
+        }
+
+        util::ProcessResult run;
+        try {
+            run = util::run_process(command, m_options.timeout_seconds);
+        } catch (const Error& e) {
+            throw CompileError("could not start " + program + " " + activity(step, job) + ": " +
+                                   e.what(),
+                               command, result.diagnostics, job.source, -1);
+        }
+        result.commands.push_back(command);
+        result.diagnostics += run.output;
+        result.seconds += run.seconds;
+        if (!run.succeeded()) {
+            throw CompileError(failure_summary(program, step, job, run, m_options.timeout_seconds),
+                               command, result.diagnostics, job.source,
+                               run.timed_out ? -1 : run.exit_status);
+        }
+    }
+    return result;
+}
+
+}  // namespace opweave

@@ -1,0 +1,341 @@
+// opweave core (internal): run_process, a child process started with
+// posix_spawnp whose combined stdout+stderr is captured under a timeout.
+//
+// Why it is built this way:
+//  - posix_spawnp, never fork(): the host is often a large multi-threaded
+//    Python process; fork() there is slow and unsafe.
+//  - Every descriptor is close-on-exec from birth (pipe2(O_CLOEXEC)), so a
+//    compiler started concurrently from another thread never inherits our
+//    pipe and never holds it open past our child's exit.
+//  - The child leads its own process group, so a timeout can SIGKILL the whole
+//    tree (driver, cc1plus, as, ld), not only the driver.
+#include "util/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "opweave/errors.hpp"
+#include "util/fd.hpp"
+
+extern char** environ;
+
+namespace opweave::util {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t k_read_chunk = 64 * 1024;
+constexpr double k_max_timeout_seconds = 1e9;  // about 31 years
+// After the pipe reaches EOF the child normally exits at once; until the
+// deadline we poll for that with a short, growing sleep.
+constexpr auto k_reap_poll_min = std::chrono::milliseconds(1);
+constexpr auto k_reap_poll_max = std::chrono::milliseconds(50);
+
+std::string errno_text(int error) {
+    return std::strerror(error);
+}
+
+[[noreturn]] void throw_errno(const std::string& what, int error) {
+    throw Error(what + ": " + errno_text(error));
+}
+
+// Moves `fd` to a number >= 3 (close-on-exec kept) so that the child's file
+// actions, which write descriptors 0, 1 and 2, can never clobber it. This
+// only matters when the host process runs with a standard descriptor closed.
+Fd above_stdio(Fd fd) {
+    if (fd.get() > STDERR_FILENO) {
+        return fd;
+    }
+    const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    if (moved < 0) {
+        throw_errno("run_process: fcntl(F_DUPFD_CLOEXEC) failed", errno);
+    }
+    return Fd(moved);
+}
+
+// posix_spawn_file_actions_t with a destructor.
+class FileActions {
+public:
+    FileActions() {
+        const int rc = ::posix_spawn_file_actions_init(&m_actions);
+        if (rc != 0) {
+            throw_errno("run_process: posix_spawn_file_actions_init failed", rc);
+        }
+    }
+    ~FileActions() { ::posix_spawn_file_actions_destroy(&m_actions); }
+    FileActions(const FileActions&) = delete;
+    FileActions& operator=(const FileActions&) = delete;
+
+    void add_close(int fd) { check(::posix_spawn_file_actions_addclose(&m_actions, fd)); }
+    void add_open(int fd, const char* path, int flags) {
+        check(::posix_spawn_file_actions_addopen(&m_actions, fd, path, flags, 0));
+    }
+    void add_dup2(int fd, int new_fd) {
+        check(::posix_spawn_file_actions_adddup2(&m_actions, fd, new_fd));
+    }
+    const posix_spawn_file_actions_t* get() const { return &m_actions; }
+
+private:
+    static void check(int rc) {
+        if (rc != 0) {
+            throw_errno("run_process: posix_spawn_file_actions failed", rc);
+        }
+    }
+    posix_spawn_file_actions_t m_actions;
+};
+
+// posix_spawnattr_t with a destructor.
+class SpawnAttributes {
+public:
+    SpawnAttributes() {
+        const int rc = ::posix_spawnattr_init(&m_attributes);
+        if (rc != 0) {
+            throw_errno("run_process: posix_spawnattr_init failed", rc);
+        }
+    }
+    ~SpawnAttributes() { ::posix_spawnattr_destroy(&m_attributes); }
+    SpawnAttributes(const SpawnAttributes&) = delete;
+    SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+
+    posix_spawnattr_t* get() { return &m_attributes; }
+
+private:
+    posix_spawnattr_t m_attributes;
+};
+
+void configure_attributes(SpawnAttributes& attributes) {
+    // Own process group (pgroup 0 = the child's pid), so kill(-pid) reaches
+    // the whole tree. An empty signal mask and default SIGPIPE/SIGXFSZ: the
+    // host (Python ignores SIGPIPE) must not leak its signal setup into the
+    // compiler, and ignored dispositions survive exec.
+    sigset_t empty_mask;
+    sigemptyset(&empty_mask);
+    sigset_t default_signals;
+    sigemptyset(&default_signals);
+    sigaddset(&default_signals, SIGPIPE);
+    sigaddset(&default_signals, SIGXFSZ);
+
+    const short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    int rc = ::posix_spawnattr_setflags(attributes.get(), flags);
+    if (rc == 0) {
+        rc = ::posix_spawnattr_setpgroup(attributes.get(), 0);
+    }
+    if (rc == 0) {
+        rc = ::posix_spawnattr_setsigmask(attributes.get(), &empty_mask);
+    }
+    if (rc == 0) {
+        rc = ::posix_spawnattr_setsigdefault(attributes.get(), &default_signals);
+    }
+    if (rc != 0) {
+        throw_errno("run_process: posix_spawnattr setup failed", rc);
+    }
+}
+
+// Milliseconds left until `deadline` for poll(), rounded up so that we never
+// wake just before it and spin; at least 0.
+int poll_timeout_ms(Clock::time_point deadline) {
+    const auto left = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
+    if (left <= 0.0) {
+        return 0;
+    }
+    constexpr double k_max_ms = 1000.0 * 60.0 * 60.0;  // poll() takes an int
+    return static_cast<int>(std::ceil(std::min(left, k_max_ms)));
+}
+
+// Owns a spawned child until it is reaped. If run_process leaves early by an
+// exception, the destructor kills the child's group and reaps it so that no
+// process and no zombie is left behind.
+class Child {
+public:
+    explicit Child(pid_t pid) noexcept : m_pid(pid) {}
+    ~Child() {
+        if (m_pid > 0) {
+            kill_group();
+            int status = 0;
+            while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+
+    // Safe while the child is unreaped: its pid (the group id) cannot be
+    // reused until we wait for it.
+    void kill_group() const noexcept {
+        ::kill(-m_pid, SIGKILL);
+    }
+
+    enum class Wait { block, no_hang };
+
+    // Waits for the child and stores its wait status; with Wait::no_hang
+    // returns false if it is still running.
+    bool reap(Wait wait, int& status) {
+        for (;;) {
+            const pid_t rc = ::waitpid(m_pid, &status, wait == Wait::block ? 0 : WNOHANG);
+            if (rc == m_pid) {
+                m_pid = -1;
+                return true;
+            }
+            if (rc == 0) {
+                return false;
+            }
+            if (errno == EINTR) {
+                continue;
+            }
+            const int error = errno;
+            m_pid = -1;  // nothing left to reap (ECHILD: SIGCHLD is ignored)
+            throw_errno("run_process: waitpid failed", error);
+        }
+    }
+
+private:
+    pid_t m_pid;
+};
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds) {
+    if (argv.empty() || argv.front().empty()) {
+        throw Error("run_process: empty command");
+    }
+    const std::string& program = argv.front();
+    // Past k_max_timeout_seconds (or NaN) there is no deadline, which also
+    // keeps the time_point arithmetic below from overflowing.
+    const bool has_deadline = timeout_seconds > 0.0 && timeout_seconds <= k_max_timeout_seconds;
+
+    int pipe_fds[2] = {-1, -1};
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        throw_errno("run_process: pipe2 failed", errno);
+    }
+    Fd read_end(pipe_fds[0]);
+    Fd write_end(pipe_fds[1]);
+    read_end = above_stdio(std::move(read_end));
+    write_end = above_stdio(std::move(write_end));
+
+    // Close the read end first (it is also close-on-exec; closing it
+    // explicitly keeps the intent visible), then stdin from /dev/null, then
+    // both stdout and stderr onto the one write end. dup2 clears the
+    // close-on-exec flag on 1 and 2; the original write end stays
+    // close-on-exec and vanishes at exec.
+    FileActions actions;
+    actions.add_close(read_end.get());
+    actions.add_open(STDIN_FILENO, "/dev/null", O_RDONLY);
+    actions.add_dup2(write_end.get(), STDOUT_FILENO);
+    actions.add_dup2(write_end.get(), STDERR_FILENO);
+
+    SpawnAttributes attributes;
+    configure_attributes(attributes);
+
+    std::vector<char*> c_argv;
+    c_argv.reserve(argv.size() + 1);
+    for (const std::string& arg : argv) {
+        c_argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    c_argv.push_back(nullptr);
+
+    const auto start = Clock::now();
+    const auto deadline =
+        has_deadline ? start + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(timeout_seconds))
+                     : Clock::time_point::max();
+
+    pid_t pid = -1;
+    const int spawn_rc = ::posix_spawnp(&pid, program.c_str(), actions.get(), attributes.get(),
+                                        c_argv.data(), environ);
+    if (spawn_rc != 0) {
+        // glibc reports exec failures (ENOENT, EACCES, ...) here and has
+        // already reaped the failed child itself.
+        throw Error("cannot run '" + program + "': " + errno_text(spawn_rc));
+    }
+    Child child(pid);
+
+    // Without this the pipe never reaches EOF: we would hold a writer.
+    write_end.reset();
+
+    ProcessResult result;
+    std::vector<char> buffer(k_read_chunk);
+    bool eof = false;
+    while (!eof && !result.timed_out) {
+        // Checked on every pass, not only when poll() times out: a child
+        // that writes without pause would otherwise never time out.
+        if (has_deadline && Clock::now() >= deadline) {
+            result.timed_out = true;
+            break;
+        }
+        pollfd entry{read_end.get(), POLLIN, 0};
+        const int timeout_ms = has_deadline ? poll_timeout_ms(deadline) : -1;
+        const int ready = ::poll(&entry, 1, timeout_ms);
+        if (ready < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw_errno("run_process: poll failed", errno);
+        }
+        if (ready == 0) {
+            continue;  // the deadline check above decides
+        }
+        // POLLIN or POLLHUP/POLLERR: read() tells data from EOF.
+        const ssize_t got = ::read(read_end.get(), buffer.data(), buffer.size());
+        if (got < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
+            }
+            throw_errno("run_process: read failed", errno);
+        }
+        if (got == 0) {
+            eof = true;
+        } else {
+            result.output.append(buffer.data(), static_cast<std::size_t>(got));
+        }
+    }
+
+    // The pipe is closed when every writer is gone, which for a compiler
+    // means it is exiting; but a child may close its output and keep running,
+    // so the deadline still applies while we wait for it.
+    int status = 0;
+    bool reaped = false;
+    if (!result.timed_out && has_deadline) {
+        auto pause = k_reap_poll_min;
+        while (!(reaped = child.reap(Child::Wait::no_hang, status))) {
+            const auto now = Clock::now();
+            if (now >= deadline) {
+                result.timed_out = true;
+                break;
+            }
+            std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+            pause = std::min<std::chrono::milliseconds>(pause * 2, k_reap_poll_max);
+        }
+    }
+    if (result.timed_out) {
+        child.kill_group();
+    }
+    if (!reaped) {
+        child.reap(Child::Wait::block, status);
+    }
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+    if (WIFEXITED(status)) {
+        result.exit_status = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        result.term_signal = WTERMSIG(status);
+    }
+    return result;
+}
+
+}  // namespace opweave::util

@@ -1,0 +1,29 @@
+// opweave core (internal): run a child process with posix_spawnp.
+//
+// The child gets /dev/null as stdin and one pipe for both stdout and stderr.
+// It runs in its own process group so that a timeout can kill the whole tree
+// (a compiler driver and the cc1plus/as/ld it starts). Every descriptor the
+// parent opens here is close-on-exec; no fork() is used.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace opweave::util {
+
+struct ProcessResult {
+    int exit_status = -1;   // exit code when the child exited normally, else -1
+    int term_signal = 0;    // the signal that killed the child, else 0
+    bool timed_out = false; // true when we killed it at the timeout
+    std::string output;     // combined stdout and stderr
+    double seconds = 0.0;   // wall time from spawn to reap
+
+    bool succeeded() const { return exit_status == 0 && !timed_out; }
+};
+
+// Runs argv[0] (looked up on PATH when it has no slash) with `argv`. A
+// timeout_seconds <= 0 means no timeout. Throws opweave::Error when the
+// process cannot be started (for example, the program does not exist).
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds);
+
+}  // namespace opweave::util

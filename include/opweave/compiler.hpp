@@ -1,0 +1,98 @@
+// opweave core: the C++ compiler driver.
+//
+// Compiler is a small interface (identity + compile) so that the cache and its
+// tests can run with a fake compiler. SystemCompiler drives a real g++ or
+// clang++: it finds the executable, reports its identity for cache keys, builds
+// the command line from a CompileJob, and runs it with posix_spawnp, capturing
+// the combined output, under a timeout.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opweave {
+
+enum class OptLevel { o0, o1, o2, o3 };
+enum class DebugInfo { no, yes };
+
+// What to compile: one source file into one shared library.
+struct CompileJob {
+    std::filesystem::path source;
+    std::filesystem::path output;            // the shared library to produce
+    std::vector<std::string> flags;          // extra flags, passed to compile and link
+    std::vector<std::string> include_dirs;   // -I
+    std::vector<std::string> lib_dirs;       // -L
+    std::vector<std::string> libraries;      // -l, names without the "-l"
+    OptLevel opt_level = OptLevel::o2;
+    DebugInfo debug_info = DebugInfo::no;
+};
+
+// Everything about the compiler that changes the binary it produces.
+struct CompilerIdentity {
+    std::string path;                   // resolved absolute path of the compiler
+    std::string version;                // its full `--version` output
+    std::vector<std::string> launcher;  // e.g. {"/usr/bin/ccache"}; empty when none
+
+    // A stable text form of all of the above, for cache keys.
+    std::string key_material() const;
+};
+
+// What a successful compile did.
+struct CompileResult {
+    std::vector<std::vector<std::string>> commands;  // every command run, in order
+    std::string diagnostics;                         // compiler output (warnings)
+    double seconds = 0.0;                            // wall time of all commands
+};
+
+// The compiler interface. compile() throws CompileError on failure.
+class Compiler {
+public:
+    virtual ~Compiler() = default;
+    virtual const CompilerIdentity& identity() const = 0;
+    virtual CompileResult compile(const CompileJob& job) const = 0;
+};
+
+struct CompilerOptions {
+    // The compiler to use. Empty: $CXX, else the first of c++, g++, clang++
+    // on PATH. A bare name is looked up on PATH; a path is used as given.
+    std::string cxx;
+    // Optional launcher prefixed to compile commands, e.g. "ccache". Empty:
+    // none. With a launcher, compiling is two steps (-c to an object file,
+    // then a link without the launcher), because ccache and sccache do not
+    // cache a one-step `-shared` build.
+    std::string launcher;
+    // Kill the compiler (and its children) after this many seconds; the limit
+    // applies to each command (with a launcher: compile, then link).
+    double timeout_seconds = 600.0;
+};
+
+// Returns the absolute path of the compiler that `cxx` names (see
+// CompilerOptions::cxx for the search order). Throws Error if none is found.
+std::filesystem::path find_compiler(std::string_view cxx);
+
+// A real g++ or clang++ run as a child process.
+class SystemCompiler final : public Compiler {
+public:
+    // Resolves the compiler and the launcher and runs `<cxx> --version`.
+    // Throws Error if either cannot be found or the version query fails.
+    explicit SystemCompiler(CompilerOptions options = {});
+
+    const CompilerIdentity& identity() const override { return m_identity; }
+
+    // The command lines compile() would run for `job`: one, or two with a
+    // launcher (compile to an object, then link).
+    std::vector<std::vector<std::string>> command_lines(const CompileJob& job) const;
+
+    // Runs the commands. Throws CompileError carrying the failing command, the
+    // full diagnostics and the source path on a non-zero exit, a signal, a
+    // timeout, or a failure to start the compiler.
+    CompileResult compile(const CompileJob& job) const override;
+
+private:
+    CompilerOptions m_options;
+    CompilerIdentity m_identity;
+};
+
+}  // namespace opweave
