@@ -1,0 +1,63 @@
+// opweave core: an exclusive, crash-safe, inter-process file lock.
+//
+// FileLock takes an flock(2) lock on a file opened close-on-exec. The kernel
+// drops the lock when the holder's descriptor closes, including when the
+// holder is killed, so a lock can never outlive a crashed process, and a
+// compiler spawned while the lock is held does not inherit it. Locks exclude
+// each other across processes and across FileLock objects of one process.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+
+#include "opweave/errors.hpp"
+
+namespace opweave {
+
+enum class Blocking { no, yes };
+
+class FileLock {
+public:
+    // Names the lock file; does not open or acquire anything yet. The parent
+    // directory must exist; the file is created on first acquire.
+    explicit FileLock(std::filesystem::path path);
+    ~FileLock();
+
+    FileLock(FileLock&& other) noexcept;
+    FileLock& operator=(FileLock&& other) noexcept;
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+
+    // Waits up to `timeout` for the lock; a negative timeout waits forever.
+    // Throws LockTimeout (naming the lock file and, where known, the holder's
+    // pid) when the time runs out, and CacheError when the file cannot be
+    // opened. Does nothing if this object already holds the lock.
+    void acquire(std::chrono::duration<double> timeout);
+
+    // Takes the lock only if it is free right now. Returns whether it is held.
+    bool try_acquire();
+
+    // Releases the lock if held. Never throws.
+    void release() noexcept;
+
+    // Removes the lock file, then releases the lock, so that lock files do not
+    // pile up. Safe against concurrent waiters: a waiter that locked the old,
+    // now unlinked, file notices and retries on the new one. Never throws.
+    void release_and_remove() noexcept;
+
+    bool held() const noexcept { return m_fd >= 0; }
+    const std::filesystem::path& path() const noexcept { return m_path; }
+
+    // The pid written into the lock file by its current (or last) holder, or
+    // 0 when it cannot be read.
+    static long read_holder_pid(const std::filesystem::path& path) noexcept;
+
+private:
+    enum class Attempt { acquired, busy, file_replaced };
+    Attempt try_once();
+
+    std::filesystem::path m_path;
+    int m_fd = -1;
+};
+
+}  // namespace opweave

@@ -1,0 +1,307 @@
+// Tests of ModuleCache in one process: build-once, hits, failed builds,
+// metadata, eviction, pruning, permissions and key validation. The
+// multi-process tests are in tests/python/test_module_cache_processes.py.
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "check.hpp"
+#include "opweave/errors.hpp"
+#include "opweave/module_cache.hpp"
+#include "temp_dir.hpp"
+#include "util/fs.hpp"
+
+using namespace opweave;
+using opweave_test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string k_key_a = "aaaaaaaaaaaaaaaa";
+const std::string k_key_b = "bbbbbbbbbbbbbbbb";
+const std::string k_key_c = "cccccccccccccccc";
+
+ModuleCache make_cache(const TempDir& dir) {
+    CacheOptions options;
+    options.root = dir / "cache";
+    return ModuleCache(options);
+}
+
+BuildFn writer(const std::string& content, std::atomic<int>* calls = nullptr,
+               std::size_t size = 0) {
+    return [content, calls, size](const fs::path& staging) {
+        if (calls != nullptr) {
+            ++*calls;
+        }
+        std::ofstream(staging / "payload") << content << std::string(size, 'x');
+        return BuildRecord{"material for " + content, "fake-cc " + content, 0.25};
+    };
+}
+
+std::string payload(const fs::path& dir) { return *util::read_file(dir / "payload"); }
+
+}  // namespace
+
+OPWEAVE_TEST(miss_builds_then_hits) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    std::atomic<int> calls{0};
+    CHECK(!cache.lookup(k_key_a));
+    const CacheResult first = cache.get_or_build(k_key_a, writer("one", &calls));
+    CHECK(first.outcome == Outcome::built);
+    CHECK_EQ(payload(first.dir), std::string("one"));
+    const CacheResult second = cache.get_or_build(k_key_a, writer("two", &calls));
+    CHECK(second.outcome == Outcome::hit);
+    CHECK_EQ(second.dir, first.dir);
+    CHECK_EQ(payload(second.dir), std::string("one"));
+    CHECK_EQ(calls.load(), 1);
+    CHECK(cache.lookup(k_key_a).has_value());
+    CHECK_EQ(*cache.lookup(k_key_a), cache.entry_dir(k_key_a));
+}
+
+OPWEAVE_TEST(layout_is_versioned_and_private) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    cache.get_or_build(k_key_a, writer("one"));
+    const fs::path entry = cache.entry_dir(k_key_a);
+    CHECK_EQ(entry, dir / "cache" / "v1" / "entries" / "aa" / k_key_a);
+    CHECK(fs::exists(dir / "cache" / "CACHEDIR.TAG"));
+    struct stat st {};
+    CHECK(::stat((dir / "cache").c_str(), &st) == 0);
+    CHECK_EQ(st.st_mode & 0777, 0700u);
+    CHECK(::stat(entry.c_str(), &st) == 0);
+    CHECK_EQ(st.st_mode & 0777, 0700u);
+    // The build lock is gone once the build is published.
+    CHECK(!fs::exists(dir / "cache" / "v1" / "locks" / (k_key_a + ".lock")));
+}
+
+OPWEAVE_TEST(metadata_is_recorded_and_listed) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    cache.get_or_build(k_key_a, writer("one", nullptr, 100));
+    const std::string meta = *util::read_file(cache.entry_dir(k_key_a) / "meta.json");
+    CHECK(meta.find("\"format\": 1") != std::string::npos);
+    CHECK(meta.find("\"command\": \"fake-cc one\"") != std::string::npos);
+    const std::vector<EntryInfo> entries = cache.list();
+    CHECK_EQ(entries.size(), 1u);
+    CHECK_EQ(entries[0].key, k_key_a);
+    CHECK_EQ(entries[0].command, std::string("fake-cc one"));
+    CHECK_EQ(entries[0].key_material, std::string("material for one"));
+    CHECK_EQ(entries[0].compile_seconds, 0.25);
+    CHECK(entries[0].size_bytes >= 103);
+    CHECK(entries[0].created > 0 && entries[0].last_used >= entries[0].created);
+    const CacheStats stats = cache.stats();
+    CHECK_EQ(stats.entries, 1u);
+    CHECK_EQ(stats.total_bytes, entries[0].size_bytes);
+    CHECK_EQ(stats.builds_in_flight, 0u);
+}
+
+OPWEAVE_TEST(failed_build_publishes_nothing_and_leaves_nothing) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    const BuildFn failing = [](const fs::path& staging) -> BuildRecord {
+        std::ofstream(staging / "payload") << "half";
+        throw std::runtime_error("compiler exploded");
+    };
+    CHECK_THROWS_AS(cache.get_or_build(k_key_a, failing), std::runtime_error);
+    CHECK(!cache.lookup(k_key_a));
+    CHECK(fs::is_empty(dir / "cache" / "v1" / "tmp"));
+    CHECK(fs::is_empty(dir / "cache" / "v1" / "locks"));
+    // The key can be built afterwards.
+    CHECK(cache.get_or_build(k_key_a, writer("one")).outcome == Outcome::built);
+}
+
+OPWEAVE_TEST(threads_on_one_key_build_once) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    std::atomic<int> calls{0};
+    const BuildFn slow = [&calls](const fs::path& staging) {
+        ++calls;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::ofstream(staging / "payload") << "slow";
+        return BuildRecord{};
+    };
+    std::vector<std::thread> threads;
+    std::atomic<int> built{0};
+    for (int i = 0; i < 6; ++i) {
+        threads.emplace_back([&] {
+            if (cache.get_or_build(k_key_a, slow).outcome == Outcome::built) {
+                ++built;
+            }
+        });
+    }
+    for (auto& thread : threads) {
+        thread.join();
+    }
+    CHECK_EQ(calls.load(), 1);
+    CHECK_EQ(built.load(), 1);
+    CHECK_EQ(payload(cache.entry_dir(k_key_a)), std::string("slow"));
+}
+
+OPWEAVE_TEST(evict_and_clear) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    cache.get_or_build(k_key_a, writer("a"));
+    cache.get_or_build(k_key_b, writer("b"));
+    cache.get_or_build(k_key_c, writer("c"));
+    CHECK(cache.evict(k_key_b));
+    CHECK(!cache.evict(k_key_b));
+    CHECK(!cache.lookup(k_key_b));
+    CHECK_EQ(cache.list().size(), 2u);
+    CHECK_EQ(cache.clear(), 2u);
+    CHECK(cache.list().empty());
+    CHECK(fs::is_empty(dir / "cache" / "v1" / "trash"));
+}
+
+OPWEAVE_TEST(prune_by_age_then_by_size_in_lru_order) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    cache.get_or_build(k_key_a, writer("a", nullptr, 1000));
+    cache.get_or_build(k_key_b, writer("b", nullptr, 1000));
+    cache.get_or_build(k_key_c, writer("c", nullptr, 1000));
+    // Age the entries: a is the oldest, c the newest.
+    const auto age = [&](const std::string& key, double seconds_ago) {
+        std::string meta = *util::read_file(cache.entry_dir(key) / "meta.json");
+        const double when = util::now_seconds() - seconds_ago;
+        for (const char* field : {"\"created\": ", "\"last_used\": "}) {
+            const auto start = meta.find(field) + std::string(field).size();
+            const auto end = meta.find_first_of(",\n", start);
+            meta.replace(start, end - start, std::to_string(when));
+        }
+        util::write_file_atomic(cache.entry_dir(key) / "meta.json", meta);
+    };
+    age(k_key_a, 10 * 86400.0);
+    age(k_key_b, 2 * 86400.0);
+    age(k_key_c, 1 * 86400.0);
+
+    PruneResult by_age = cache.prune(std::nullopt, 5 * 86400.0);
+    CHECK_EQ(by_age.removed, 1u);
+    CHECK(!cache.lookup(k_key_a));
+    // Two entries of ~1 KiB each remain; a 1.5 KiB budget drops the older (b).
+    PruneResult by_size = cache.prune(1500, std::nullopt);
+    CHECK_EQ(by_size.removed, 1u);
+    CHECK(by_size.freed_bytes >= 1000);
+    CHECK(!cache.entry_dir(k_key_b).empty() && !fs::exists(cache.entry_dir(k_key_b)));
+    CHECK(fs::exists(cache.entry_dir(k_key_c)));
+    CHECK_EQ(cache.prune(std::nullopt, std::nullopt).removed, 0u);
+}
+
+OPWEAVE_TEST(keys_are_validated) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    CHECK_THROWS_AS(cache.lookup("short"), std::invalid_argument);
+    CHECK_THROWS_AS(cache.lookup("../../../../etc/passwd"), std::invalid_argument);
+    CHECK_THROWS_AS(cache.lookup("aaaaaaaa/bbbbbbbb"), std::invalid_argument);
+    CHECK_THROWS_AS(cache.lookup(std::string(129, 'a')), std::invalid_argument);
+    CHECK(!cache.lookup(std::string(128, 'a')).has_value());
+}
+
+OPWEAVE_TEST(root_writable_by_others_is_refused) {
+    TempDir dir;
+    fs::create_directories(dir / "open");
+    ::chmod((dir / "open").c_str(), 0777);
+    CacheOptions options;
+    options.root = dir / "open";
+    bool thrown = false;
+    try {
+        ModuleCache cache(options);
+    } catch (const CacheError& e) {
+        thrown = true;
+        const std::string message = e.what();
+        CHECK(message.find("writable by other users") != std::string::npos);
+        CHECK(message.find("chmod go-w") != std::string::npos);
+        CHECK_EQ(e.path(), dir / "open");
+    }
+    CHECK(thrown);
+    // Group-writable is accepted only for a group cache.
+    ::chmod((dir / "open").c_str(), 0770);
+    CHECK_THROWS_AS(ModuleCache{options}, CacheError);
+    options.sharing = Sharing::group;
+    ModuleCache group_cache(options);
+    CHECK(group_cache.root() == dir / "open");
+}
+
+OPWEAVE_TEST(root_that_is_a_file_is_refused) {
+    TempDir dir;
+    std::ofstream(dir / "file") << "x";
+    CacheOptions options;
+    options.root = dir / "file";
+    CHECK_THROWS_AS(ModuleCache{options}, CacheError);
+}
+
+OPWEAVE_TEST(default_root_follows_xdg_then_home) {
+    const char* old_xdg = ::getenv("XDG_CACHE_HOME");
+    const std::string saved_xdg = old_xdg != nullptr ? old_xdg : "";
+    ::setenv("XDG_CACHE_HOME", "/some/xdg", 1);
+    CHECK_EQ(ModuleCache::default_root(), fs::path("/some/xdg/opweave"));
+    ::unsetenv("XDG_CACHE_HOME");
+    const char* home = ::getenv("HOME");
+    if (home != nullptr) {
+        CHECK_EQ(ModuleCache::default_root(), fs::path(home) / ".cache" / "opweave");
+    }
+    if (old_xdg != nullptr) {
+        ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+    }
+}
+
+OPWEAVE_TEST(sweep_removes_dead_builds_and_stale_locks) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    const fs::path v1 = dir / "cache" / "v1";
+    fs::create_directories(v1 / "tmp" / "deadbeef.1.x");
+    std::ofstream(v1 / "tmp" / "deadbeef.1.x.lock") << "1\n";
+    std::ofstream(v1 / "locks" / (k_key_a + ".lock")) << "1\n";
+    fs::create_directories(v1 / "trash" / "old.1.y");
+    CHECK_EQ(cache.sweep(), 2u);
+    CHECK(fs::is_empty(v1 / "tmp"));
+    CHECK(fs::is_empty(v1 / "locks"));
+    CHECK(fs::is_empty(v1 / "trash"));
+}
+
+OPWEAVE_TEST(keep_failed_source) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    const fs::path kept = cache.keep_failed_source(k_key_a, "int x = ;\n");
+    CHECK_EQ(kept, dir / "cache" / "v1" / "failed" / (k_key_a + ".cpp"));
+    CHECK_EQ(*util::read_file(kept), std::string("int x = ;\n"));
+}
+
+OPWEAVE_TEST(concurrent_builds_of_different_keys_never_trip_over_sweeps) {
+    // Every miss sweeps the staging area while other builders are creating
+    // their staging directories. Regression: a sweeper could take a new
+    // directory's owner lock before its owner did, failing that build with
+    // "cannot lock fresh staging directory".
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    std::atomic<int> failures{0};
+    std::atomic<int> built{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 40; ++i) {
+                const std::string key = "t" + std::to_string(t) + "k" + std::to_string(i) + "-padding";
+                try {
+                    if (cache.get_or_build(key, writer(key)).outcome == Outcome::built) {
+                        ++built;
+                    }
+                } catch (const std::exception& e) {
+                    std::cerr << "build of " << key << " failed: " << e.what() << "\n";
+                    ++failures;
+                }
+            }
+        });
+    }
+    for (auto& thread : threads) {
+        thread.join();
+    }
+    CHECK_EQ(failures.load(), 0);
+    CHECK_EQ(built.load(), 8 * 40);
+    CHECK_EQ(cache.list().size(), 320u);
+    CHECK(fs::is_empty(dir / "cache" / "v1" / "tmp"));
+}
