@@ -1,0 +1,120 @@
+// opweave._core: the compiler driver and build_module. Compiling releases
+// the GIL.
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include "bindings/bindings.hpp"
+#include "opweave/compiler.hpp"
+#include "opweave/module_builder.hpp"
+
+namespace py = pybind11;
+
+namespace opweave::bindings {
+
+namespace {
+
+void init_job(py::module_& m) {
+    py::enum_<OptLevel>(m, "OptLevel", "Optimisation level: -O0 to -O3.")
+        .value("O0", OptLevel::o0)
+        .value("O1", OptLevel::o1)
+        .value("O2", OptLevel::o2)
+        .value("O3", OptLevel::o3);
+    py::enum_<DebugInfo>(m, "DebugInfo", "Whether to emit debug information (-g).")
+        .value("NO", DebugInfo::no)
+        .value("YES", DebugInfo::yes);
+
+    py::class_<CompileJob>(m, "CompileJob", "One source file to compile into a shared library.")
+        .def(py::init<>())
+        .def_readwrite("source", &CompileJob::source)
+        .def_readwrite("output", &CompileJob::output)
+        .def_readwrite("flags", &CompileJob::flags)
+        .def_readwrite("include_dirs", &CompileJob::include_dirs)
+        .def_readwrite("lib_dirs", &CompileJob::lib_dirs)
+        .def_readwrite("libraries", &CompileJob::libraries)
+        .def_readwrite("opt_level", &CompileJob::opt_level)
+        .def_readwrite("debug_info", &CompileJob::debug_info);
+}
+
+void init_system_compiler(py::module_& m) {
+    m.def("find_compiler", &find_compiler, py::arg("cxx") = "",
+          "The absolute path of the C++ compiler: `cxx`, else $CXX, else the\n"
+          "first of c++, g++, clang++ on PATH. Raises OpweaveError if none.");
+
+    py::class_<Compiler>(m, "Compiler", "The compiler interface.");
+    py::class_<SystemCompiler, Compiler>(m, "SystemCompiler",
+                                         "A real g++ or clang++, run with posix_spawnp.")
+        .def(py::init([](const std::string& cxx, const std::string& launcher, double timeout) {
+                 CompilerOptions options;
+                 options.cxx = cxx;
+                 options.launcher = launcher;
+                 options.timeout_seconds = timeout;
+                 py::gil_scoped_release release;
+                 return std::make_unique<SystemCompiler>(options);
+             }),
+             py::arg("cxx") = "", py::arg("launcher") = "", py::arg("timeout") = 600.0)
+        .def_property_readonly(
+            "identity",
+            [](const SystemCompiler& compiler) {
+                const CompilerIdentity& identity = compiler.identity();
+                py::dict out;
+                out["path"] = identity.path;
+                out["version"] = identity.version;
+                out["launcher"] = identity.launcher;
+                return out;
+            },
+            "dict(path, version, launcher): what about the compiler enters keys.")
+        .def(
+            "key_material",
+            [](const SystemCompiler& compiler) { return compiler.identity().key_material(); },
+            "The compiler identity as stable text, for cache keys.")
+        .def("command_lines", &SystemCompiler::command_lines, py::arg("job"),
+             "The command line(s) compile() would run.")
+        .def(
+            "compile",
+            [](const SystemCompiler& compiler, const CompileJob& job) {
+                CompileResult result = [&] {
+                    py::gil_scoped_release release;
+                    return compiler.compile(job);
+                }();
+                py::dict out;
+                out["commands"] = result.commands;
+                out["diagnostics"] = result.diagnostics;
+                out["seconds"] = result.seconds;
+                return out;
+            },
+            py::arg("job"), "Compiles; raises CompileError on failure.");
+}
+
+}  // namespace
+
+void init_compiler(py::module_& m) {
+    init_job(m);
+    init_system_compiler(m);
+
+    m.def("module_key", &module_key, py::arg("source"), py::arg("compiler"), py::arg("job"),
+          py::arg("extra") = "",
+          "The cache key of `source` compiled by `compiler` with `job`.");
+    m.def("module_key_material", &module_key_material, py::arg("compiler"), py::arg("job"),
+          py::arg("extra") = "", "The key material of a module, minus its source, as text.");
+    m.def(
+        "build_module",
+        [](ModuleCache& cache, const std::string& source, const Compiler& compiler,
+           const CompileJob& job, const std::string& extra) {
+            BuiltModule built = [&] {
+                py::gil_scoped_release release;
+                return build_module(cache, source, compiler, job, extra);
+            }();
+            py::dict out;
+            out["dir"] = built.dir;
+            out["library"] = built.library;
+            out["source"] = built.source;
+            out["outcome"] = outcome_name(built.outcome);
+            return out;
+        },
+        py::arg("cache"), py::arg("source"), py::arg("compiler"), py::arg("job"),
+        py::arg("extra") = "",
+        "Returns dict(dir, library, source, outcome) for `source`, compiling it\n"
+        "into the cache on a miss. Raises CompileError on a failed compile.");
+}
+
+}  // namespace opweave::bindings

@@ -1,0 +1,11 @@
+// opweave._core: the binding module's entry point.
+#include "bindings/bindings.hpp"
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "opweave's C++ core: content hash, file locks, module cache and compiler driver.";
+    m.attr("MODULE_LAYOUT_VERSION") = 1;
+    opweave::bindings::init_errors(m);
+    opweave::bindings::init_hash(m);
+    opweave::bindings::init_cache(m);
+    opweave::bindings::init_compiler(m);
+}
