@@ -1,0 +1,176 @@
+"""opweave's configuration: typed options read from ``OPWEAVE_FLAGS``.
+
+``OPWEAVE_FLAGS`` holds comma-separated ``name=value`` pairs, for example
+``OPWEAVE_FLAGS="compiledir=/tmp/ow,cxx=clang++"``. Options are read as
+attributes of :data:`opweave.config` and may be set at run time, or changed
+for a block with :meth:`OpweaveConfig.change_flags`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ConfigOption", "OpweaveConfig", "config"]
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean (true/false), got {text!r}")
+
+
+def _parse_positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise ValueError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _default_compiledir() -> str:
+    from opweave import _core
+
+    return str(_core.ModuleCache.default_root())
+
+
+def _default_cxx() -> str:
+    from opweave import _core
+    from opweave.errors import OpweaveError
+
+    try:
+        return str(_core.find_compiler(""))
+    except OpweaveError:
+        return ""
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One option: its name, how to parse it from text, its default (a value or
+    a function computing it on first use), and its documentation."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+    def default_value(self) -> Any:
+        return self.default() if callable(self.default) else self.default
+
+
+_OPTIONS = (
+    ConfigOption(
+        "compiledir",
+        str,
+        _default_compiledir,
+        "Root of the module cache. Default: $XDG_CACHE_HOME/opweave, else ~/.cache/opweave.",
+    ),
+    ConfigOption(
+        "cxx",
+        str,
+        _default_cxx,
+        "The C++ compiler. Default: $CXX, else c++, g++ or clang++ on PATH. "
+        "Empty means no compiler.",
+    ),
+    ConfigOption(
+        "cxx_launcher",
+        str,
+        "",
+        "A compiler launcher such as ccache or sccache, prefixed to compile commands.",
+    ),
+    ConfigOption(
+        "compile__timeout",
+        _parse_positive_float,
+        600.0,
+        "Seconds a build waits for another process building the same module.",
+    ),
+    ConfigOption(
+        "compile__sharing",
+        str,
+        "user",
+        "'user' (the cache is private) or 'group' (group members may write to it).",
+    ),
+)
+
+
+class OpweaveConfig:
+    """The configuration object. Options are attributes; unknown names raise
+    AttributeError, and values are checked as they are set."""
+
+    def __init__(self, flags: str = "") -> None:
+        object.__setattr__(self, "_options", {option.name: option for option in _OPTIONS})
+        object.__setattr__(self, "_values", {})
+        for name, text in _split_flags(flags):
+            if name not in self._options:
+                warnings.warn(
+                    f"OPWEAVE_FLAGS: unknown option {name!r} ignored; known options: "
+                    + ", ".join(sorted(self._options)),
+                    stacklevel=2,
+                )
+                continue
+            self._values[name] = self._parse(name, text)
+
+    def _parse(self, name: str, value: Any) -> Any:
+        option = self._options[name]
+        if not isinstance(value, str):
+            value = str(value)
+        try:
+            return option.parse(value)
+        except ValueError as error:
+            raise ValueError(f"opweave option {name}: {error}") from None
+
+    def __getattr__(self, name: str) -> Any:
+        options = object.__getattribute__(self, "_options")
+        if name not in options:
+            raise AttributeError(f"opweave has no configuration option {name!r}")
+        values = object.__getattribute__(self, "_values")
+        if name not in values:
+            values[name] = options[name].default_value()
+        return values[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._options:
+            raise AttributeError(f"opweave has no configuration option {name!r}")
+        self._values[name] = self._parse(name, value)
+
+    def options(self) -> dict[str, ConfigOption]:
+        """Every option, by name."""
+        return dict(self._options)
+
+    @contextlib.contextmanager
+    def change_flags(self, **changes: Any) -> Iterator[None]:
+        """Sets options for the duration of a ``with`` block, then restores them."""
+        missing = object()
+        saved = {name: self._values.get(name, missing) for name in changes}
+        try:
+            for name, value in changes.items():
+                setattr(self, name, value)
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is missing:
+                    self._values.pop(name, None)
+                else:
+                    self._values[name] = value
+
+
+def _split_flags(flags: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in flags.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"OPWEAVE_FLAGS: expected name=value, got {item!r}")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+config = OpweaveConfig(os.environ.get("OPWEAVE_FLAGS", ""))
