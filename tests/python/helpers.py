@@ -1,0 +1,90 @@
+"""Helpers for tests that run child processes (see workers.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+WORKERS = Path(__file__).with_name("workers.py")
+
+
+def start_worker(*args: str) -> subprocess.Popen[str]:
+    """Starts workers.py with `args`; its stdout yields JSON lines."""
+    return subprocess.Popen(
+        [sys.executable, str(WORKERS), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_event(process: subprocess.Popen[str]) -> dict[str, object]:
+    """The next JSON line from a worker; fails the test if it died instead."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        process.wait(timeout=10)
+        assert process.stderr is not None
+        pytest.fail(f"worker exited ({process.returncode}): {process.stderr.read()}")
+    return json.loads(line)
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 60) -> dict[str, object]:
+    """Waits for a worker that prints one final JSON line, and returns it."""
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, f"worker failed ({process.returncode}): {err}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_command(
+    command: list[str], *, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs `command` with its output captured; fails the test on a timeout."""
+    try:
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(
+            f"timed out after {timeout}s: {command}\n"
+            f"--- stdout ---\n{error.stdout}\n--- stderr ---\n{error.stderr}"
+        )
+
+
+def describe(result: subprocess.CompletedProcess[str]) -> str:
+    """A completed command's status and output, for assertion messages."""
+    return (
+        f"exit status {result.returncode}: {result.args}\n"
+        f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+    )
+
+
+@contextlib.contextmanager
+def ticking_thread() -> Iterator[list[int]]:
+    """Runs a Python thread that counts while the block runs; yields a
+    one-element list holding the count. A count that grew while the main
+    thread was inside C++ shows that C++ released the GIL."""
+    ticks = [0]
+    stop = threading.Event()
+
+    def count() -> None:
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    try:
+        yield ticks
+    finally:
+        stop.set()
+        thread.join()

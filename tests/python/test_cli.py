@@ -1,0 +1,70 @@
+"""The command line: demo, --cmakedir and the cache commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if cache is not None:
+        env["OPWEAVE_FLAGS"] = f"compiledir={cache}"
+    return subprocess.run(
+        [sys.executable, "-m", "opweave", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_demo_compiles_then_hits_from_a_fresh_process() -> None:
+    result = run_cli("demo")
+    assert result.returncode == 0, result.stderr
+    this_process, fresh_process = result.stdout.splitlines()[1:3]
+    assert "built" in this_process and "= 32.0" in this_process
+    assert "hit" in fresh_process and "= 32.0" in fresh_process
+
+
+def test_cmakedir_holds_the_package_config() -> None:
+    result = run_cli("--cmakedir")
+    assert result.returncode == 0
+    assert (Path(result.stdout.strip()) / "opweaveConfig.cmake").is_file()
+
+
+def test_cache_commands(tmp_path: Path) -> None:
+    from opweave import _core
+
+    cache_dir = tmp_path / "cache"
+    cache = _core.ModuleCache(str(cache_dir))
+    for name in "ab":
+        cache.get_or_build(name * 16, lambda d: (Path(d) / "p").write_text("x") and None)
+    info = run_cli("cache", "info", cache=cache_dir)
+    assert info.returncode == 0 and "entries:          2" in info.stdout
+    listing = run_cli("cache", "list", cache=cache_dir)
+    assert listing.stdout.count("compiled in") == 2
+    pruned = run_cli("cache", "prune", "--max-size", "0", cache=cache_dir)
+    assert pruned.returncode == 0 and "removed 2 entries" in pruned.stdout
+    assert cache.list() == []
+    cache.get_or_build("c" * 16, lambda d: None)
+    cleared = run_cli("cache", "clear", cache=cache_dir)
+    assert "removed 1 entries" in cleared.stdout
+
+
+def test_cache_error_is_reported_not_raised(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    result = run_cli("cache", "info", cache=tmp_path / "file")
+    assert result.returncode == 1
+    assert result.stderr.startswith("opweave: ") and "Traceback" not in result.stderr
+
+
+def test_bad_size_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("cache", "prune", "--max-size", "lots", cache=tmp_path / "c")
+    assert result.returncode == 2 and "not a size" in result.stderr

@@ -1,0 +1,82 @@
+"""FileLock across real processes: exclusion, a killed holder, and the
+timeout error that names the holder."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from helpers import read_event, start_worker, ticking_thread
+
+import opweave
+from opweave import _core
+
+pytestmark = pytest.mark.slow
+
+
+def test_lock_excludes_another_process(tmp_path: Path) -> None:
+    path = str(tmp_path / "k.lock")
+    holder = start_worker("hold-lock", path)
+    try:
+        assert read_event(holder)["locked"] == holder.pid
+        mine = _core.FileLock(path)
+        assert not mine.try_acquire()
+        assert not mine.held
+        assert holder.stdin is not None
+        holder.stdin.close()  # the holder releases and exits
+        holder.wait(timeout=10)
+        assert mine.try_acquire()
+        assert mine.held
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_sigkill_of_holder_frees_the_lock_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "k.lock")
+    holder = start_worker("hold-lock", path)
+    assert read_event(holder)["locked"] == holder.pid
+    mine = _core.FileLock(path)
+    assert not mine.try_acquire()
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+    assert holder.returncode == -signal.SIGKILL
+    # The kernel dropped the dead holder's lock: a non-blocking try succeeds,
+    # with no stale-lock timeout and no manual cleanup.
+    assert mine.try_acquire()
+
+
+def test_timeout_names_lock_file_and_holder_pid(tmp_path: Path) -> None:
+    path = str(tmp_path / "k.lock")
+    holder = start_worker("hold-lock", path)
+    try:
+        assert read_event(holder)["locked"] == holder.pid
+        with pytest.raises(opweave.LockTimeout) as caught:
+            _core.FileLock(path).acquire(timeout=0.2)
+        error = caught.value
+        assert error.lock_path == path
+        assert error.holder_pid == holder.pid
+        assert error.waited_seconds >= 0.2
+        assert path in str(error) and str(holder.pid) in str(error)
+        assert isinstance(error, TimeoutError) and isinstance(error, opweave.CacheError)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_waiting_releases_the_gil(tmp_path: Path) -> None:
+    path = str(tmp_path / "k.lock")
+    holder = start_worker("hold-lock", path)
+    try:
+        assert read_event(holder)["locked"] == holder.pid
+        with ticking_thread() as ticks:
+            before = ticks[0]
+            with pytest.raises(opweave.LockTimeout):
+                _core.FileLock(path).acquire(timeout=0.3)
+            during = ticks[0] - before
+        # The counting thread ran while the main thread waited in C++.
+        assert during > 10
+    finally:
+        holder.kill()
+        holder.wait()
