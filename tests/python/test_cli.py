@@ -44,8 +44,12 @@ def test_cache_commands(tmp_path: Path) -> None:
 
     cache_dir = tmp_path / "cache"
     cache = _core.ModuleCache(str(cache_dir))
+
+    def build(staging: str) -> None:
+        (Path(staging) / "payload").write_text("x")
+
     for name in "ab":
-        cache.get_or_build(name * 16, lambda d: (Path(d) / "p").write_text("x") and None)
+        cache.get_or_build(name * 16, build)
     info = run_cli("cache", "info", cache=cache_dir)
     assert info.returncode == 0 and "entries:          2" in info.stdout
     listing = run_cli("cache", "list", cache=cache_dir)
@@ -53,7 +57,7 @@ def test_cache_commands(tmp_path: Path) -> None:
     pruned = run_cli("cache", "prune", "--max-size", "0", cache=cache_dir)
     assert pruned.returncode == 0 and "removed 2 entries" in pruned.stdout
     assert cache.list() == []
-    cache.get_or_build("c" * 16, lambda d: None)
+    cache.get_or_build("c" * 16, build)
     cleared = run_cli("cache", "clear", cache=cache_dir)
     assert "removed 1 entries" in cleared.stdout
 
