@@ -15,6 +15,12 @@
 //  3. The holder writes its pid into the file so that a waiter that times out
 //     can say who holds the lock. The pid can be stale for an instant (between
 //     another holder's flock and its write); it is only used in messages.
+//  4. fork(). An flock belongs to the open file description, and a forked
+//     child inherits a descriptor of it (close-on-exec only helps at exec).
+//     The child would then "hold" the parent's lock too, and would keep it
+//     held after the parent dies. So every held descriptor is registered, and
+//     a pthread_atfork child handler closes the child's copies; a FileLock
+//     also remembers the pid that acquired it and is not held in any other.
 #include "opweave/file_lock.hpp"
 
 #include <fcntl.h>
@@ -22,13 +28,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace opweave {
 
@@ -36,6 +46,45 @@ namespace {
 
 constexpr auto k_first_poll = std::chrono::microseconds(200);
 constexpr auto k_max_poll = std::chrono::milliseconds(10);
+
+// The descriptors of every lock this process holds (race 4). Allocated once
+// and never freed, so that it outlives every FileLock, even one destroyed
+// during static destruction.
+struct HeldLocks {
+    std::mutex mutex;
+    std::vector<int> fds;
+};
+
+HeldLocks& held_locks() {
+    static HeldLocks* locks = new HeldLocks();
+    return *locks;
+}
+
+void close_inherited_locks_in_child() {
+    HeldLocks& locks = held_locks();
+    for (const int fd : locks.fds) {
+        ::close(fd);  // drops the child's reference only; the parent keeps its lock
+    }
+    locks.fds.clear();
+    locks.mutex.unlock();  // locked by the prepare handler in the forking thread
+}
+
+void register_held(int fd) {
+    static std::once_flag atfork_once;
+    std::call_once(atfork_once, [] {
+        ::pthread_atfork([] { held_locks().mutex.lock(); },
+                         [] { held_locks().mutex.unlock(); },
+                         close_inherited_locks_in_child);
+    });
+    std::lock_guard<std::mutex> guard(held_locks().mutex);
+    held_locks().fds.push_back(fd);
+}
+
+void unregister_held(int fd) {
+    std::lock_guard<std::mutex> guard(held_locks().mutex);
+    auto& fds = held_locks().fds;
+    fds.erase(std::remove(fds.begin(), fds.end(), fd), fds.end());
+}
 
 bool same_inode(const struct stat& a, const struct stat& b) {
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
@@ -57,13 +106,16 @@ FileLock::FileLock(std::filesystem::path path) : m_path(std::move(path)) {}
 FileLock::~FileLock() { release(); }
 
 FileLock::FileLock(FileLock&& other) noexcept
-    : m_path(std::move(other.m_path)), m_fd(std::exchange(other.m_fd, -1)) {}
+    : m_path(std::move(other.m_path)),
+      m_fd(std::exchange(other.m_fd, -1)),
+      m_owner_pid(std::exchange(other.m_owner_pid, 0)) {}
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
     if (this != &other) {
         release();
         m_path = std::move(other.m_path);
         m_fd = std::exchange(other.m_fd, -1);
+        m_owner_pid = std::exchange(other.m_owner_pid, 0);
     }
     return *this;
 }
@@ -96,7 +148,9 @@ FileLock::Attempt FileLock::try_once() {
         return Attempt::file_replaced;
     }
     write_pid(fd);
+    register_held(fd);
     m_fd = fd;
+    m_owner_pid = static_cast<long>(::getpid());
     return Attempt::acquired;
 }
 
@@ -130,19 +184,30 @@ void FileLock::acquire(std::chrono::duration<double> timeout) {
     }
 }
 
+bool FileLock::held() const noexcept {
+    return m_fd >= 0 && m_owner_pid == static_cast<long>(::getpid());
+}
+
 void FileLock::release() noexcept {
-    if (m_fd >= 0) {
-        ::close(m_fd);  // closing the only descriptor drops the flock
-        m_fd = -1;
+    if (m_fd < 0) {
+        return;
     }
+    if (m_owner_pid == static_cast<long>(::getpid())) {
+        unregister_held(m_fd);
+        ::close(m_fd);  // closing the only descriptor drops the flock
+    }
+    // Else we are a forked child: the atfork handler already closed our copy,
+    // and the number may now name another file. Forget it.
+    m_fd = -1;
+    m_owner_pid = 0;
 }
 
 void FileLock::release_and_remove() noexcept {
-    if (m_fd >= 0) {
+    if (held()) {
         // Unlink while still holding the lock: see race 2 in the file comment.
         ::unlink(m_path.c_str());
-        release();
     }
+    release();
 }
 
 long FileLock::read_holder_pid(const std::filesystem::path& path) noexcept {

@@ -3,8 +3,10 @@
 // FileLock takes an flock(2) lock on a file opened close-on-exec. The kernel
 // drops the lock when the holder's descriptor closes, including when the
 // holder is killed, so a lock can never outlive a crashed process, and a
-// compiler spawned while the lock is held does not inherit it. Locks exclude
-// each other across processes and across FileLock objects of one process.
+// compiler spawned while the lock is held does not inherit it, nor does a
+// forked child keep it. Locks exclude each other across processes and across
+// FileLock objects of one process. One FileLock object is not meant to be
+// shared between threads.
 #pragma once
 
 #include <chrono>
@@ -45,7 +47,10 @@ public:
     // now unlinked, file notices and retries on the new one. Never throws.
     void release_and_remove() noexcept;
 
-    bool held() const noexcept { return m_fd >= 0; }
+    // Whether this process holds the lock through this object. A forked
+    // child never holds its parent's locks: it closes their inherited
+    // descriptors at fork time, so a lock never outlives its holder.
+    bool held() const noexcept;
     const std::filesystem::path& path() const noexcept { return m_path; }
 
     // The pid written into the lock file by its current (or last) holder, or
@@ -58,6 +63,7 @@ private:
 
     std::filesystem::path m_path;
     int m_fd = -1;
+    long m_owner_pid = 0;  // the process that acquired m_fd
 };
 
 }  // namespace opweave

@@ -3,7 +3,9 @@ timeout error that names the holder."""
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,30 @@ def test_waiting_releases_the_gil(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_forked_child_does_not_keep_the_lock(tmp_path: Path) -> None:
+    # A child forked while the lock is held must neither believe it holds the
+    # lock nor keep it held after the parent releases it.
+    path = str(tmp_path / "k.lock")
+    lock = _core.FileLock(path)
+    lock.acquire()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then stay alive holding any inherited descriptor
+        try:
+            os.write(write_end, b"no" if not lock.held else b"yes")
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    try:
+        os.close(write_end)
+        assert os.read(read_end, 3) == b"no"
+        assert lock.held
+        lock.release()
+        # The child is alive, yet the lock is free.
+        assert _core.FileLock(path).try_acquire()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read_end)
