@@ -9,6 +9,12 @@
 //    pipe and never holds it open past our child's exit.
 //  - The child leads its own process group, so a timeout can SIGKILL the whole
 //    tree (driver, cc1plus, as, ld), not only the driver.
+//  - The run ends when the direct child exits, not when the pipe reaches EOF:
+//    a process the child leaves in the background (sccache starting its
+//    server, `cmd &` in a script) may hold the write end open indefinitely,
+//    possibly from another session that kill(-pgid) cannot reach. After the
+//    child is reaped we take what is already in the pipe and leave such a
+//    process running.
 #include "util/process.hpp"
 
 #include <fcntl.h>
@@ -25,7 +31,6 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -42,10 +47,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t k_read_chunk = 64 * 1024;
 constexpr double k_max_timeout_seconds = 1e9;  // about 31 years
+// While the pipe is open we wait for output in slices of this length and
+// check between them whether the child has exited.
+constexpr int k_poll_slice_ms = 50;
 // After the pipe reaches EOF the child normally exits at once; until the
 // deadline we poll for that with a short, growing sleep.
 constexpr auto k_reap_poll_min = std::chrono::milliseconds(1);
 constexpr auto k_reap_poll_max = std::chrono::milliseconds(50);
+// Once the child is reaped, how long we may keep taking output that is
+// already in the pipe.
+constexpr auto k_drain_grace = std::chrono::milliseconds(100);
 
 std::string errno_text(int error) {
     return std::strerror(error);
@@ -158,6 +169,45 @@ int poll_timeout_ms(Clock::time_point deadline) {
     return static_cast<int>(std::ceil(std::min(left, k_max_ms)));
 }
 
+void set_non_blocking(int fd) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        throw_errno("run_process: fcntl(O_NONBLOCK) failed", errno);
+    }
+}
+
+enum class ReadResult { data, eof, empty };
+
+// One non-blocking read() of `fd` into `output`, retried on EINTR.
+ReadResult read_chunk(int fd, std::vector<char>& buffer, std::string& output) {
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+        if (got > 0) {
+            output.append(buffer.data(), static_cast<std::size_t>(got));
+            return ReadResult::data;
+        }
+        if (got == 0) {
+            return ReadResult::eof;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return ReadResult::empty;
+        }
+        throw_errno("run_process: read failed", errno);
+    }
+}
+
+// After the child has been reaped: reads what is already in the pipe, until
+// EOF, until it is empty, or for at most k_drain_grace (a background process
+// that keeps writing must not hold us).
+void drain(int fd, std::vector<char>& buffer, std::string& output) {
+    const auto limit = Clock::now() + k_drain_grace;
+    while (read_chunk(fd, buffer, output) == ReadResult::data && Clock::now() < limit) {
+    }
+}
+
 // Owns a spawned child until it is reaped. If run_process leaves early by an
 // exception, the destructor kills the child's group and reaps it so that no
 // process and no zombie is left behind.
@@ -268,19 +318,47 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     // Without this the pipe never reaches EOF: we would hold a writer.
     write_end.reset();
 
+    // Our end never blocks: read() after poll() may still find nothing
+    // (EAGAIN), and the drain after the child's exit must not wait for a
+    // writer that outlives it. The write end is a separate open file
+    // description, so the child's side stays blocking.
+    set_non_blocking(read_end.get());
+
+    // Completion is decided by the direct child's exit, not by EOF on the
+    // pipe: a background process the child leaves behind (a compiler
+    // wrapper's server, `cmd &` in a script) may keep the write end open
+    // for as long as it lives.
     ProcessResult result;
     std::vector<char> buffer(k_read_chunk);
     bool eof = false;
-    while (!eof && !result.timed_out) {
+    int status = 0;
+    auto pause = k_reap_poll_min;
+    for (;;) {
+        if (child.reap(Child::Wait::no_hang, status)) {
+            break;
+        }
         // Checked on every pass, not only when poll() times out: a child
         // that writes without pause would otherwise never time out.
         if (has_deadline && Clock::now() >= deadline) {
             result.timed_out = true;
             break;
         }
+        if (eof) {
+            // Every writer is gone, which for a compiler means it is
+            // exiting; but a child may close its output and keep running,
+            // so keep checking for its exit with a short, growing pause.
+            const int wait_ms = has_deadline
+                                    ? std::min(poll_timeout_ms(deadline),
+                                               static_cast<int>(pause.count()))
+                                    : static_cast<int>(pause.count());
+            ::poll(nullptr, 0, wait_ms);  // EINTR only cuts the pause short
+            pause = std::min<std::chrono::milliseconds>(pause * 2, k_reap_poll_max);
+            continue;
+        }
         pollfd entry{read_end.get(), POLLIN, 0};
-        const int timeout_ms = has_deadline ? poll_timeout_ms(deadline) : -1;
-        const int ready = ::poll(&entry, 1, timeout_ms);
+        const int slice_ms = has_deadline ? std::min(poll_timeout_ms(deadline), k_poll_slice_ms)
+                                          : k_poll_slice_ms;
+        const int ready = ::poll(&entry, 1, slice_ms);
         if (ready < 0) {
             if (errno == EINTR) {
                 continue;
@@ -288,46 +366,25 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
             throw_errno("run_process: poll failed", errno);
         }
         if (ready == 0) {
-            continue;  // the deadline check above decides
+            continue;  // the exit and deadline checks above decide
         }
         // POLLIN or POLLHUP/POLLERR: read() tells data from EOF.
-        const ssize_t got = ::read(read_end.get(), buffer.data(), buffer.size());
-        if (got < 0) {
-            if (errno == EINTR || errno == EAGAIN) {
-                continue;
-            }
-            throw_errno("run_process: read failed", errno);
-        }
-        if (got == 0) {
+        if (read_chunk(read_end.get(), buffer, result.output) == ReadResult::eof) {
             eof = true;
-        } else {
-            result.output.append(buffer.data(), static_cast<std::size_t>(got));
         }
     }
 
-    // The pipe is closed when every writer is gone, which for a compiler
-    // means it is exiting; but a child may close its output and keep running,
-    // so the deadline still applies while we wait for it.
-    int status = 0;
-    bool reaped = false;
-    if (!result.timed_out && has_deadline) {
-        auto pause = k_reap_poll_min;
-        while (!(reaped = child.reap(Child::Wait::no_hang, status))) {
-            const auto now = Clock::now();
-            if (now >= deadline) {
-                result.timed_out = true;
-                break;
-            }
-            std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
-            pause = std::min<std::chrono::milliseconds>(pause * 2, k_reap_poll_max);
-        }
-    }
     if (result.timed_out) {
         child.kill_group();
-    }
-    if (!reaped) {
         child.reap(Child::Wait::block, status);
+    } else if (!eof) {
+        // Everything the child wrote is in the pipe by now (a child blocked
+        // on a full pipe cannot exit). Take it without waiting for an EOF
+        // that a surviving background process may never send, and leave
+        // that process alone.
+        drain(read_end.get(), buffer, result.output);
     }
+    read_end.reset();
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
     if (WIFEXITED(status)) {

@@ -1,6 +1,7 @@
 // Tests of util::run_process: combined output capture, exit status, signals,
 // the timeout killing the whole process tree, spawn failures, descriptor
-// hygiene, large output, the environment, and EINTR robustness.
+// hygiene, large output, the environment, EINTR robustness, and a child that
+// leaves a background process holding the output pipe.
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -79,6 +80,56 @@ bool process_is_dead(pid_t pid) {
 bool running_under_valgrind() {
     const char* preload = std::getenv("LD_PRELOAD");
     return preload != nullptr && std::string(preload).find("vgpreload") != std::string::npos;
+}
+
+// The first line of `output` as a pid, or 0.
+pid_t first_line_pid(const std::string& output) {
+    std::istringstream in(output);
+    long pid = 0;
+    in >> pid;
+    return pid > 0 ? static_cast<pid_t>(pid) : 0;
+}
+
+// Kills a background process a test left behind and waits (briefly) for it to
+// die, so that no test leaves anything running.
+void kill_leftover(pid_t pid) {
+    CHECK(pid > 0);
+    if (pid <= 0) {
+        return;
+    }
+    ::kill(pid, SIGKILL);
+    bool dead = false;
+    for (int attempt = 0; attempt < 100 && !dead; ++attempt) {
+        dead = process_is_dead(pid);
+        if (!dead) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    CHECK(dead);
+}
+
+// Runs a child that exits at once but leaves `sleep 30` (printed as the first
+// line) holding the output pipe, and checks that run_process returns at the
+// child's exit without killing the sleep.
+void check_returns_when_child_exits_leaving_background_writer(const std::string& launcher,
+                                                              double timeout_seconds) {
+    const auto start = std::chrono::steady_clock::now();
+    const ProcessResult result =
+        run_process(sh(launcher + "sleep 30 & echo $!; echo done"), timeout_seconds);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    const pid_t background = first_line_pid(result.output);
+    CHECK(elapsed < 3.0);
+    CHECK(result.seconds < 3.0);
+    CHECK(!result.timed_out);
+    CHECK_EQ(result.exit_status, 0);
+    CHECK_EQ(result.term_signal, 0);
+    CHECK(result.succeeded());
+    CHECK(result.output.find("done\n") != std::string::npos);
+    // Left running: a compiler wrapper's server must survive the compile.
+    CHECK(background > 0 && !process_is_dead(background));
+    kill_leftover(background);
 }
 
 volatile sig_atomic_t g_alarms = 0;
@@ -327,4 +378,44 @@ OPWEAVE_TEST(survives_signal_interruptions) {
     CHECK_EQ(timed.output, std::string("a\nb\n"));
     CHECK(untimed.succeeded());
     CHECK_EQ(untimed.output, std::string("c\n"));
+}
+
+OPWEAVE_TEST(returns_when_the_child_exits_leaving_a_background_process_on_the_pipe) {
+    check_returns_when_child_exits_leaving_background_writer("", 10.0);
+}
+
+OPWEAVE_TEST(returns_without_timeout_when_the_child_leaves_a_background_process) {
+    check_returns_when_child_exits_leaving_background_writer("", 0.0);
+}
+
+OPWEAVE_TEST(returns_when_a_background_process_in_another_session_holds_the_pipe) {
+    // Out of our process group's reach: kill(-pgid) could not end it.
+    if (::access("/usr/bin/setsid", X_OK) != 0 && ::access("/bin/setsid", X_OK) != 0) {
+        return;
+    }
+    check_returns_when_child_exits_leaving_background_writer("setsid ", 0.0);
+}
+
+OPWEAVE_TEST(output_written_right_before_exit_is_not_lost) {
+    const ProcessResult result =
+        run_process(sh("head -c 200000 /dev/zero | tr '\\000' x; exit 0"), 30.0);
+    CHECK(!result.timed_out);
+    CHECK(result.succeeded());
+    CHECK_EQ(result.output.size(), static_cast<std::size_t>(200000));
+    CHECK(result.output.find_first_not_of('x') == std::string::npos);
+}
+
+OPWEAVE_TEST(output_before_exit_is_kept_while_a_background_process_holds_the_pipe) {
+    const ProcessResult result =
+        run_process(sh("sleep 30 & echo $!; head -c 200000 /dev/zero | tr '\\000' x"), 0.0);
+    CHECK(!result.timed_out);
+    CHECK(result.succeeded());
+    const std::size_t newline = result.output.find('\n');
+    CHECK(newline != std::string::npos);
+    if (newline != std::string::npos) {
+        const std::string rest = result.output.substr(newline + 1);
+        CHECK_EQ(rest.size(), static_cast<std::size_t>(200000));
+        CHECK(rest.find_first_not_of('x') == std::string::npos);
+    }
+    kill_leftover(first_line_pid(result.output));
 }
