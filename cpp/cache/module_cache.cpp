@@ -56,7 +56,7 @@ std::string octal_mode(mode_t mode) {
 
 // Refuses a root that another user could write to: they could plant a
 // module that this user then loads and runs.
-void check_root_permissions(const std::filesystem::path& root, Sharing sharing) {
+void check_root_permissions(const std::filesystem::path& root) {
     struct stat st {};
     if (::stat(root.c_str(), &st) != 0) {
         throw CacheError("cannot access cache directory " + root.string() + ": " +
@@ -73,9 +73,8 @@ void check_root_permissions(const std::filesystem::path& root, Sharing sharing) 
                              "); use a directory of your own (OPWEAVE_FLAGS=compiledir=...)",
                          root);
     }
-    const mode_t forbidden = sharing == Sharing::group ? S_IWOTH : (S_IWOTH | S_IWGRP);
-    if ((st.st_mode & forbidden) != 0) {
-        const char* fix = sharing == Sharing::group ? "chmod o-w " : "chmod go-w ";
+    if ((st.st_mode & (S_IWOTH | S_IWGRP)) != 0) {
+        const char* fix = "chmod go-w ";
         throw CacheError("cache directory " + root.string() + " is writable by other users (mode " +
                              octal_mode(st.st_mode) + "), so they could plant code that " +
                              "opweave would load; fix it with `" + fix + root.string() +
@@ -88,11 +87,10 @@ void check_root_permissions(const std::filesystem::path& root, Sharing sharing) 
 
 ModuleCache::ModuleCache(CacheOptions options) : m_options(std::move(options)) {
     m_root = m_options.root.empty() ? default_root() : std::filesystem::absolute(m_options.root);
-    const unsigned mode = m_options.sharing == Sharing::group ? 0770 : 0700;
-    util::make_dirs(m_root, mode);
-    check_root_permissions(m_root, m_options.sharing);
+    util::make_dirs(m_root);
+    check_root_permissions(m_root);
     for (const auto& dir : {entries_dir(), locks_dir(), tmp_dir(), trash_dir()}) {
-        util::make_dirs(dir, mode);
+        util::make_dirs(dir);
     }
     const auto tag = m_root / "CACHEDIR.TAG";
     if (::access(tag.c_str(), F_OK) != 0) {
@@ -169,8 +167,10 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
         return {*dir, Outcome::hit};
     }
     const std::filesystem::path destination = entry_dir(key);
-    // A miss is rare and costs a compile; clean up after killed builds now.
+    // A miss is rare and costs a compile; clean up after killed builds now,
+    // and recreate the layout in case someone deleted the cache meanwhile.
     sweep();
+    util::make_dirs(locks_dir());
     FileLock lock(locks_dir() / (std::string(key) + ".lock"));
     lock.acquire(std::chrono::duration<double>(m_options.lock_timeout_seconds));
     struct LockRemover {
@@ -181,8 +181,7 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
     if (auto dir = lookup(key)) {
         return {*dir, Outcome::built_by_other};
     }
-    const unsigned mode = m_options.sharing == Sharing::group ? 0770 : 0700;
-    StagingDir staging(tmp_dir(), key, mode);
+    StagingDir staging(tmp_dir(), key);
     const BuildRecord record = build(staging.path());
 
     cache::EntryMetadata metadata;
@@ -194,8 +193,12 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
     metadata.last_used = metadata.created;
     cache::write_metadata(staging.path(), metadata);
 
-    util::make_dirs(destination.parent_path(), mode);
+    util::make_dirs(destination.parent_path());
+    // Contents reach the disk before the rename that publishes them, and the
+    // rename before we report success: a crash leaves no truncated entry.
+    util::sync_dir(staging.path());
     const Published published = staging.publish(destination);
+    util::sync_dir(destination.parent_path());
     // lost_race needs a writer that skipped the lock (a foreign tool); the
     // entry there is still a whole, published one.
     return {destination, published == Published::yes ? Outcome::built : Outcome::built_by_other};
@@ -303,7 +306,7 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
 std::filesystem::path ModuleCache::keep_failed_source(std::string_view key,
                                                       std::string_view source) {
     check_key(key);
-    util::make_dirs(failed_dir(), m_options.sharing == Sharing::group ? 0770 : 0700);
+    util::make_dirs(failed_dir());
     std::filesystem::path path = failed_dir() / (std::string(key) + ".cpp");
     util::write_file_atomic(path, source);
     return path;

@@ -150,6 +150,25 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
     }
 }
 
+void sync_dir(const std::filesystem::path& dir) noexcept {
+    Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd) {
+        return;
+    }
+    try {
+        for (const std::string& name : list_dir(dir)) {
+            Fd file(::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+            struct stat st {};
+            if (file && ::fstat(file.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+                ::fsync(file.get());
+            }
+        }
+    } catch (...) {
+        // list_dir only throws on allocation failure; the flush is best effort.
+    }
+    ::fsync(dir_fd.get());
+}
+
 std::vector<std::string> list_dir(const std::filesystem::path& dir) {
     std::vector<std::string> names;
     if (DIR* handle = ::opendir(dir.c_str())) {
@@ -187,8 +206,13 @@ double now_seconds() noexcept {
 }
 
 std::string random_suffix() {
-    static thread_local std::mt19937_64 engine{std::random_device{}() ^
-                                               static_cast<std::uint64_t>(::getpid())};
+    // Reseeded in a forked child, which would otherwise repeat its parent's names.
+    static thread_local std::mt19937_64 engine;
+    static thread_local pid_t seeded_for = 0;
+    if (seeded_for != ::getpid()) {
+        seeded_for = ::getpid();
+        engine.seed(std::random_device{}() ^ static_cast<std::uint64_t>(seeded_for));
+    }
     static constexpr char k_alphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     std::uniform_int_distribution<int> pick(0, 35);
     std::string out(10, '0');

@@ -29,6 +29,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 // The file's content, or nothing if it cannot be read.
 std::optional<std::string> read_file(const std::filesystem::path& path);
 
+// Flushes every regular file directly in `dir`, then `dir` itself, to stable
+// storage, so that a rename that publishes `dir` cannot survive a power loss
+// that its contents did not. Best effort; never throws.
+void sync_dir(const std::filesystem::path& dir) noexcept;
+
 // The names in `dir` (without "." and ".."), sorted; empty if it cannot be
 // read. Never throws except std::bad_alloc.
 std::vector<std::string> list_dir(const std::filesystem::path& dir);

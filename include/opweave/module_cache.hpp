@@ -28,15 +28,11 @@
 
 namespace opweave {
 
-// Who may use the cache root. A root writable by other users could let them
-// plant code that this user then loads, so it is refused unless the cache is
-// explicitly configured as a group cache.
-enum class Sharing { user_only, group };
-
 struct CacheOptions {
-    std::filesystem::path root;            // empty: ModuleCache::default_root()
-    Sharing sharing = Sharing::user_only;
-    double lock_timeout_seconds = 600.0;   // how long a build waits for its key
+    std::filesystem::path root;  // empty: ModuleCache::default_root()
+    // How long a build waits for another process building the same key. Longer
+    // than a compile with a launcher (two steps of at most 600 s each).
+    double lock_timeout_seconds = 1800.0;
 };
 
 // What a builder reports about the build it did; stored in meta.json.
@@ -93,8 +89,8 @@ public:
 
     // Opens (creating if needed, with mode 0700) the cache at options.root.
     // Throws CacheError if the root is not a directory owned by this user, or
-    // is writable by others (by group members too, unless Sharing::group); the
-    // message says how to fix it.
+    // if other users (group or others) can write to it: they could plant code
+    // that this user then loads. The message says how to fix it.
     explicit ModuleCache(CacheOptions options = {});
 
     // $XDG_CACHE_HOME/opweave when XDG_CACHE_HOME is set (and absolute), else

@@ -87,14 +87,8 @@ _OPTIONS = (
     ConfigOption(
         "compile__timeout",
         _parse_positive_float,
-        600.0,
+        1800.0,
         "Seconds a build waits for another process building the same module.",
-    ),
-    ConfigOption(
-        "compile__sharing",
-        str,
-        "user",
-        "'user' (the cache is private) or 'group' (group members may write to it).",
     ),
 )
 

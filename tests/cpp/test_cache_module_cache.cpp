@@ -219,12 +219,12 @@ OPWEAVE_TEST(root_writable_by_others_is_refused) {
         CHECK_EQ(e.path(), dir / "open");
     }
     CHECK(thrown);
-    // Group-writable is accepted only for a group cache.
+    // Group-writable is refused too; owner-only write is fine.
     ::chmod((dir / "open").c_str(), 0770);
     CHECK_THROWS_AS(ModuleCache{options}, CacheError);
-    options.sharing = Sharing::group;
-    ModuleCache group_cache(options);
-    CHECK(group_cache.root() == dir / "open");
+    ::chmod((dir / "open").c_str(), 0755);
+    ModuleCache private_cache(options);
+    CHECK(private_cache.root() == dir / "open");
 }
 
 OPWEAVE_TEST(root_that_is_a_file_is_refused) {

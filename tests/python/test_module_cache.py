@@ -65,7 +65,8 @@ def test_root_writable_by_others_is_refused(tmp_path: Path) -> None:
     root.chmod(0o770)
     with pytest.raises(opweave.CacheError):
         _core.ModuleCache(str(root))
-    assert _core.ModuleCache(str(root), sharing="group").root == root
+    root.chmod(0o755)
+    assert _core.ModuleCache(str(root)).root == root
 
 
 def test_new_root_is_private(tmp_path: Path) -> None:
@@ -87,3 +88,14 @@ def test_root_owned_by_another_user_is_refused(tmp_path: Path) -> None:
 def test_default_root_follows_xdg(isolated_cache: Path) -> None:
     assert _core.ModuleCache.default_root() == isolated_cache
     assert opweave.config.compiledir == str(isolated_cache)
+
+
+def test_cache_keeps_working_after_its_root_is_deleted(tmp_path: Path) -> None:
+    import shutil
+
+    cache = _core.ModuleCache(str(tmp_path / "cache"))
+    cache.get_or_build("a" * 16, write_payload(1))
+    shutil.rmtree(tmp_path / "cache")
+    entry, outcome = cache.get_or_build("b" * 16, write_payload(1))
+    assert outcome == "built"
+    assert (Path(entry) / "payload").exists()

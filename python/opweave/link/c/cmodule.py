@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import logging
 import sys
 import sysconfig
 from collections.abc import Sequence
@@ -31,16 +32,18 @@ __all__ = [
     "python_abi_key",
 ]
 
-_caches: dict[tuple[str, str, float], _core.ModuleCache] = {}
+_log = logging.getLogger(__name__)
+
+_caches: dict[tuple[str, float], _core.ModuleCache] = {}
 _compilers: dict[tuple[str, str], _core.SystemCompiler] = {}
 
 
 def get_module_cache() -> _core.ModuleCache:
     """The module cache at ``config.compiledir`` (one object per setting)."""
-    settings = (config.compiledir, config.compile__sharing, config.compile__timeout)
+    settings = (config.compiledir, config.compile__timeout)
     cache = _caches.get(settings)
     if cache is None:
-        cache = _core.ModuleCache(settings[0], sharing=settings[1], lock_timeout=settings[2])
+        cache = _core.ModuleCache(settings[0], lock_timeout=settings[1])
         _caches[settings] = cache
     return cache
 
@@ -117,9 +120,20 @@ def compile_extension(
     source: str, name: str, job: _core.CompileJob | None = None
 ) -> CompiledModule:
     """Compiles ``source`` (defining ``PyInit_<name>``) through the cache, or
-    finds it there, and imports it. Raises CompileError on a failed compile."""
+    finds it there, and imports it. Raises CompileError on a failed compile.
+
+    An entry that cannot be loaded (damaged on disk, or deleted by a
+    concurrent prune) is moved aside and built again, once; a second failure
+    is raised."""
     if job is None:
         job = extension_job()
-    built = _core.build_module(get_module_cache(), source, get_compiler(), job, python_abi_key())
-    module = load_extension(built["library"], name)
+    cache, compiler, abi = get_module_cache(), get_compiler(), python_abi_key()
+    built = _core.build_module(cache, source, compiler, job, abi)
+    try:
+        module = load_extension(built["library"], name)
+    except (ImportError, OSError) as error:
+        _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built["dir"], error)
+        cache.evict(Path(built["dir"]).name)
+        built = _core.build_module(cache, source, compiler, job, abi)
+        module = load_extension(built["library"], name)
     return CompiledModule(module, built["library"], built["source"], built["outcome"])
