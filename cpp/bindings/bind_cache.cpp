@@ -24,16 +24,6 @@ const char* outcome_name(Outcome outcome) {
 
 namespace {
 
-Sharing parse_sharing(const std::string& sharing) {
-    if (sharing == "user") {
-        return Sharing::user_only;
-    }
-    if (sharing == "group") {
-        return Sharing::group;
-    }
-    throw py::value_error("sharing must be 'user' or 'group', not '" + sharing + "'");
-}
-
 // What a Python build function returns: None, or a dict with any of
 // key_material, command, compile_seconds.
 BuildRecord to_build_record(const py::handle& result) {
@@ -66,8 +56,8 @@ py::dict entry_to_dict(const EntryInfo& entry) {
     out["created"] = entry.created;
     out["last_used"] = entry.last_used;
     out["compile_seconds"] = entry.compile_seconds;
-    out["command"] = entry.command;
-    out["key_material"] = entry.key_material;
+    out["command"] = text(entry.command);
+    out["key_material"] = text(entry.key_material);
     return out;
 }
 
@@ -107,16 +97,13 @@ void init_module_cache(py::module_& m) {
     py::class_<ModuleCache>(m, "ModuleCache",
                             "The on-disk, content-addressed cache of compiled modules.\n"
                             "Lookups take no lock; builds take a per-key lock.")
-        .def(py::init([](std::optional<std::filesystem::path> root, const std::string& sharing,
-                         double lock_timeout) {
+        .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout) {
                  CacheOptions options;
                  options.root = root.value_or(std::filesystem::path());
-                 options.sharing = parse_sharing(sharing);
                  options.lock_timeout_seconds = lock_timeout;
                  return ModuleCache(options);
              }),
-             py::arg("root") = py::none(), py::arg("sharing") = "user",
-             py::arg("lock_timeout") = 600.0)
+             py::arg("root") = py::none(), py::arg("lock_timeout") = 1800.0)
         .def_static("default_root", &ModuleCache::default_root)
         .def_static("check_key", &ModuleCache::check_key, py::arg("key"))
         .def_property_readonly("root", &ModuleCache::root)
@@ -144,8 +131,13 @@ void init_module_cache(py::module_& m) {
         .def(
             "list",
             [](const ModuleCache& cache) {
+                std::vector<EntryInfo> entries;
+                {
+                    py::gil_scoped_release release;
+                    entries = cache.list();
+                }
                 py::list out;
-                for (const EntryInfo& entry : cache.list()) {
+                for (const EntryInfo& entry : entries) {
                     out.append(entry_to_dict(entry));
                 }
                 return out;
@@ -154,7 +146,11 @@ void init_module_cache(py::module_& m) {
         .def(
             "stats",
             [](const ModuleCache& cache) {
-                const CacheStats stats = cache.stats();
+                CacheStats stats;
+                {
+                    py::gil_scoped_release release;
+                    stats = cache.stats();
+                }
                 py::dict out;
                 out["root"] = cache.root().string();
                 out["entries"] = stats.entries;
@@ -165,14 +161,19 @@ void init_module_cache(py::module_& m) {
                 return out;
             },
             "Entry count, total size, builds in flight and last-use range.")
-        .def("evict", &ModuleCache::evict, py::arg("key"),
+        .def("evict", &ModuleCache::evict, py::arg("key"), py::call_guard<py::gil_scoped_release>(),
              "Removes one entry; returns whether it existed.")
-        .def("clear", &ModuleCache::clear, "Removes every entry; returns how many.")
+        .def("clear", &ModuleCache::clear, py::call_guard<py::gil_scoped_release>(),
+             "Removes every entry; returns how many.")
         .def(
             "prune",
             [](ModuleCache& cache, std::optional<std::uint64_t> max_total_bytes,
                std::optional<double> older_than) {
-                const PruneResult result = cache.prune(max_total_bytes, older_than);
+                PruneResult result;
+                {
+                    py::gil_scoped_release release;
+                    result = cache.prune(max_total_bytes, older_than);
+                }
                 py::dict out;
                 out["removed"] = result.removed;
                 out["freed_bytes"] = result.freed_bytes;
@@ -181,7 +182,7 @@ void init_module_cache(py::module_& m) {
             py::arg("max_total_bytes") = py::none(), py::arg("older_than") = py::none(),
             "Removes entries unused for `older_than` seconds, then least recently\n"
             "used ones until the total is at most `max_total_bytes`.")
-        .def("sweep", &ModuleCache::sweep,
+        .def("sweep", &ModuleCache::sweep, py::call_guard<py::gil_scoped_release>(),
              "Removes what killed builds left behind; returns how many directories.")
         .def("keep_failed_source", &ModuleCache::keep_failed_source, py::arg("key"),
              py::arg("source"));

@@ -57,15 +57,15 @@ void init_system_compiler(py::module_& m) {
             [](const SystemCompiler& compiler) {
                 const CompilerIdentity& identity = compiler.identity();
                 py::dict out;
-                out["path"] = identity.path;
-                out["version"] = identity.version;
-                out["launcher"] = identity.launcher;
+                out["path"] = text(identity.path);
+                out["version"] = text(identity.version);
+                out["launcher"] = text_list(identity.launcher);
                 return out;
             },
             "dict(path, version, launcher): what about the compiler enters keys.")
         .def(
             "key_material",
-            [](const SystemCompiler& compiler) { return compiler.identity().key_material(); },
+            [](const SystemCompiler& compiler) { return text(compiler.identity().key_material()); },
             "The compiler identity as stable text, for cache keys.")
         .def("command_lines", &SystemCompiler::command_lines, py::arg("job"),
              "The command line(s) compile() would run.")
@@ -77,8 +77,12 @@ void init_system_compiler(py::module_& m) {
                     return compiler.compile(job);
                 }();
                 py::dict out;
-                out["commands"] = result.commands;
-                out["diagnostics"] = result.diagnostics;
+                py::list commands;
+                for (const auto& command : result.commands) {
+                    commands.append(text_list(command));
+                }
+                out["commands"] = commands;
+                out["diagnostics"] = text(result.diagnostics);
                 out["seconds"] = result.seconds;
                 return out;
             },

@@ -21,6 +21,23 @@ void raise(const py::object& exception) {
 
 }  // namespace
 
+py::str text(const std::string& value) {
+    PyObject* decoded = PyUnicode_DecodeUTF8(value.data(), static_cast<Py_ssize_t>(value.size()),
+                                             "replace");
+    if (decoded == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::str>(decoded);
+}
+
+py::list text_list(const std::vector<std::string>& values) {
+    py::list out;
+    for (const std::string& value : values) {
+        out.append(text(value));
+    }
+    return out;
+}
+
 void init_errors(py::module_& m) {
     (void)m;
     py::register_exception_translator([](std::exception_ptr pointer) {
@@ -31,19 +48,20 @@ void init_errors(py::module_& m) {
             std::rethrow_exception(pointer);
         } catch (const CompileError& e) {
             raise(error_class("CompileError")(
-                e.what(), py::arg("command") = e.command(),
-                py::arg("diagnostics") = e.diagnostics(),
-                py::arg("source") = e.source().string(),
+                text(e.what()), py::arg("command") = text_list(e.command()),
+                py::arg("diagnostics") = text(e.diagnostics()),
+                py::arg("source") = text(e.source().string()),
                 py::arg("exit_status") = e.exit_status()));
         } catch (const LockTimeout& e) {
             raise(error_class("LockTimeout")(
-                e.what(), py::arg("lock_path") = e.lock_path().string(),
+                text(e.what()), py::arg("lock_path") = text(e.lock_path().string()),
                 py::arg("waited_seconds") = e.waited_seconds(),
                 py::arg("holder_pid") = e.holder_pid()));
         } catch (const CacheError& e) {
-            raise(error_class("CacheError")(e.what(), py::arg("path") = e.path().string()));
+            raise(error_class("CacheError")(text(e.what()),
+                                            py::arg("path") = text(e.path().string())));
         } catch (const Error& e) {
-            raise(error_class("OpweaveError")(e.what()));
+            raise(error_class("OpweaveError")(text(e.what())));
         }
     });
 }

@@ -4,12 +4,23 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <vector>
+
 #include "opweave/module_cache.hpp"
 
 namespace opweave::bindings {
 
 // "hit", "built" or "built_by_other": how Python sees an Outcome.
 const char* outcome_name(Outcome outcome);
+
+// A Python str from text that may not be valid UTF-8 (compiler output in a
+// non-UTF-8 locale, bytes from a source file): bad bytes become U+FFFD
+// instead of raising UnicodeDecodeError.
+pybind11::str text(const std::string& value);
+
+// The same for each element of a list of strings.
+pybind11::list text_list(const std::vector<std::string>& values);
 
 void init_errors(pybind11::module_& m);
 void init_hash(pybind11::module_& m);

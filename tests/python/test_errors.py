@@ -81,6 +81,13 @@ def test_build_function_with_wrong_return_type(tmp_path: Path) -> None:
     assert cache.lookup("k" * 16) is None
 
 
-def test_bad_sharing_value(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="sharing must be"):
-        _core.ModuleCache(str(tmp_path / "cache"), sharing="everyone")
+def test_compile_error_with_non_utf8_output_is_still_a_compile_error(tmp_path: Path) -> None:
+    # A header with bytes that are not UTF-8, echoed back in the diagnostics.
+    (tmp_path / "bad.h").write_bytes(b'#error "caf\xe9 \xff\xfe"\n')
+    job = _core.CompileJob()
+    job.include_dirs = [str(tmp_path)]
+    cache = _core.ModuleCache(str(tmp_path / "cache"))
+    with pytest.raises(opweave.CompileError) as caught:
+        _core.build_module(cache, '#include "bad.h"\n', _core.SystemCompiler(), job, "test")
+    assert "\ufffd" in caught.value.diagnostics
+    assert "bad.h:1" in caught.value.first_error
