@@ -4,6 +4,8 @@
 #include <pybind11/stl/filesystem.h>
 
 #include <chrono>
+#include <mutex>
+#include <stdexcept>
 
 #include "bindings/bindings.hpp"
 #include "opweave/file_lock.hpp"
@@ -61,36 +63,84 @@ py::dict entry_to_dict(const EntryInfo& entry) {
     return out;
 }
 
+// Raised (as RuntimeError) when a FileLock object is acquired again while held.
+struct LockReuseError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The Python face of a FileLock. One lock object shared by threads, or
+// entered twice, must not let two callers believe they hold the lock: a
+// second acquire while held raises instead of returning at once, and a mutex
+// keeps threads from racing on the descriptor while the GIL is released.
+class PyFileLock {
+public:
+    explicit PyFileLock(std::filesystem::path path) : m_lock(std::move(path)) {}
+
+    void acquire(double timeout) {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        refuse_if_held();
+        m_lock.acquire(std::chrono::duration<double>(timeout));
+    }
+    bool try_acquire() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        refuse_if_held();
+        return m_lock.try_acquire();
+    }
+    void release() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        m_lock.release();
+    }
+    void release_and_remove() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        m_lock.release_and_remove();
+    }
+    bool held() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        return m_lock.held();
+    }
+    const std::filesystem::path& path() const { return m_lock.path(); }
+
+private:
+    void refuse_if_held() const {
+        if (m_lock.held()) {
+            throw LockReuseError("FileLock " + m_lock.path().string() +
+                                   " is already held through this object; it is not "
+                                   "re-entrant (use one FileLock object per thread)");
+        }
+    }
+
+    FileLock m_lock;
+    std::mutex m_mutex;
+};
+
 void init_file_lock(py::module_& m) {
-    py::class_<FileLock>(m, "FileLock",
-                         "An exclusive flock(2) lock on a file, released by the kernel if\n"
-                         "the holder dies. Use acquire()/release() or a `with` block.")
+    py::register_local_exception<LockReuseError>(m, "FileLockReuseError", PyExc_RuntimeError);
+    py::class_<PyFileLock>(m, "FileLock",
+                           "An exclusive flock(2) lock on a file, released by the kernel if\n"
+                           "the holder dies. Use acquire()/release() or a `with` block. Not\n"
+                           "re-entrant: acquiring it again while held raises RuntimeError.")
         .def(py::init<std::filesystem::path>(), py::arg("path"))
-        .def(
-            "acquire",
-            [](FileLock& lock, double timeout) {
-                lock.acquire(std::chrono::duration<double>(timeout));
-            },
-            py::arg("timeout") = -1.0, py::call_guard<py::gil_scoped_release>(),
-            "Waits up to `timeout` seconds (negative: forever); raises LockTimeout.")
-        .def("try_acquire", &FileLock::try_acquire, py::call_guard<py::gil_scoped_release>(),
+        .def("acquire", &PyFileLock::acquire, py::arg("timeout") = -1.0,
+             py::call_guard<py::gil_scoped_release>(),
+             "Waits up to `timeout` seconds (negative: forever); raises LockTimeout.")
+        .def("try_acquire", &PyFileLock::try_acquire, py::call_guard<py::gil_scoped_release>(),
              "Takes the lock only if it is free now; returns whether it is held.")
-        .def("release", &FileLock::release, "Releases the lock if held.")
-        .def("release_and_remove", &FileLock::release_and_remove,
+        .def("release", &PyFileLock::release, "Releases the lock if held.")
+        .def("release_and_remove", &PyFileLock::release_and_remove,
              "Removes the lock file, then releases the lock.")
-        .def_property_readonly("held", &FileLock::held)
-        .def_property_readonly("path", &FileLock::path)
+        .def_property_readonly("held", &PyFileLock::held)
+        .def_property_readonly("path", &PyFileLock::path)
         .def_static("read_holder_pid", &FileLock::read_holder_pid, py::arg("path"),
                     "The pid recorded in a lock file, or 0.")
         .def(
             "__enter__",
-            [](FileLock& lock) -> FileLock& {
+            [](PyFileLock& lock) -> PyFileLock& {
                 py::gil_scoped_release release;
-                lock.acquire(std::chrono::duration<double>(-1.0));
+                lock.acquire(-1.0);
                 return lock;
             },
             py::return_value_policy::reference_internal)
-        .def("__exit__", [](FileLock& lock, const py::args&) { lock.release(); });
+        .def("__exit__", [](PyFileLock& lock, const py::args&) { lock.release(); });
 }
 
 void init_module_cache(py::module_& m) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -109,3 +110,32 @@ def test_forked_child_does_not_keep_the_lock(tmp_path: Path) -> None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(read_end)
+
+
+def test_lock_object_is_not_reentrant(tmp_path: Path) -> None:
+    lock = _core.FileLock(str(tmp_path / "k.lock"))
+    with lock:
+        with pytest.raises(RuntimeError, match="not re-entrant"), lock:
+            pass
+        assert lock.held  # the failed inner enter did not release the outer hold
+    assert not lock.held
+
+
+def test_threads_sharing_one_lock_object_do_not_share_the_critical_section(
+    tmp_path: Path,
+) -> None:
+    lock = _core.FileLock(str(tmp_path / "k.lock"))
+    lock.acquire()
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            lock.acquire(timeout=1.0)
+        except BaseException as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and isinstance(errors[0], RuntimeError)
+    lock.release()
