@@ -88,19 +88,22 @@ std::string activity(Step step, const CompileJob& job) {
     return "compiling " + job.source.string();
 }
 
+// How a command failed, e.g. "failed with exit status 1".
+std::string describe_failure(const util::ProcessResult& run, double timeout_seconds) {
+    if (run.timed_out) {
+        return "timed out after " + format_seconds(timeout_seconds) + " s";
+    }
+    if (run.term_signal != 0) {
+        return "was killed by signal " + std::to_string(run.term_signal);
+    }
+    return "failed with exit status " + std::to_string(run.exit_status);
+}
+
 // The one-line summary of a failed command, e.g.
 // "g++ failed with exit status 1 compiling /src/x.cpp".
 std::string failure_summary(const std::string& program, Step step, const CompileJob& job,
                             const util::ProcessResult& run, double timeout_seconds) {
-    std::string what;
-    if (run.timed_out) {
-        what = "timed out after " + format_seconds(timeout_seconds) + " s";
-    } else if (run.term_signal != 0) {
-        what = "was killed by signal " + std::to_string(run.term_signal);
-    } else {
-        what = "failed with exit status " + std::to_string(run.exit_status);
-    }
-    return program + " " + what + " " + activity(step, job);
+    return program + " " + describe_failure(run, timeout_seconds) + " " + activity(step, job);
 }
 
 // Removes the intermediate object file of a two-step build, whether the
@@ -140,15 +143,8 @@ SystemCompiler::SystemCompiler(CompilerOptions options) : m_options(std::move(op
         throw Error("cannot query the C++ compiler version: " + std::string(e.what()));
     }
     if (!version.succeeded()) {
-        std::string how;
-        if (version.timed_out) {
-            how = "timed out after " + format_seconds(k_version_timeout_seconds) + " s";
-        } else if (version.term_signal != 0) {
-            how = "was killed by signal " + std::to_string(version.term_signal);
-        } else {
-            how = "failed with exit status " + std::to_string(version.exit_status);
-        }
-        throw Error("'" + m_identity.path + " --version' " + how +
+        throw Error("'" + m_identity.path + " --version' " +
+                    describe_failure(version, k_version_timeout_seconds) +
                     "; is it a working C++ compiler? Output:\n" + version.output);
     }
     m_identity.version = std::move(version.output);

@@ -606,69 +606,58 @@ OPWEAVE_TEST(launcher_compile_error_names_the_compile_step) {
     CHECK(!fs::exists(job.output.string() + ".o"));
 }
 
-OPWEAVE_TEST(fake_compiler_failure_summary) {
-    TempDir dir;
-    const fs::path fake = write_fake_compiler(dir.path() / "fakecxx", "echo boom >&2; exit 2\n");
+// Compiles `source` with a fake compiler named `name` running `behaviour`;
+// returns the CompileError it must throw (a default one, after a failed
+// check, if it does not).
+CompileError fail_with_fake_compiler(const TempDir& dir, const std::string& name,
+                                     const std::string& behaviour, const std::string& source,
+                                     double timeout_seconds = 600.0) {
     CompilerOptions options;
-    options.cxx = fake.string();
+    options.cxx = write_fake_compiler(dir.path() / name, behaviour).string();
+    options.timeout_seconds = timeout_seconds;
     const SystemCompiler compiler(options);
     CompileJob job;
-    job.source = "/src/x.cpp";
-    job.output = dir.path() / "x.so";
+    job.source = source;
+    job.output = dir.path() / (name + ".so");
     try {
         compiler.compile(job);
-        CHECK(false);
     } catch (const CompileError& e) {
-        CHECK_EQ(std::string(e.what()),
-                 std::string("fakecxx failed with exit status 2 compiling /src/x.cpp"));
-        CHECK_EQ(e.diagnostics(), std::string("boom\n"));
-        CHECK_EQ(e.exit_status(), 2);
+        return e;
     }
+    CHECK(false);
+    return CompileError("did not throw", {}, {}, {}, 0);
+}
+
+OPWEAVE_TEST(fake_compiler_failure_summary) {
+    TempDir dir;
+    const CompileError e =
+        fail_with_fake_compiler(dir, "fakecxx", "echo boom >&2; exit 2\n", "/src/x.cpp");
+    CHECK_EQ(std::string(e.what()),
+             std::string("fakecxx failed with exit status 2 compiling /src/x.cpp"));
+    CHECK_EQ(e.diagnostics(), std::string("boom\n"));
+    CHECK_EQ(e.exit_status(), 2);
 }
 
 OPWEAVE_TEST(timeout_throws_compile_error) {
     TempDir dir;
-    const fs::path fake = write_fake_compiler(dir.path() / "slowcxx", "echo working; sleep 30\n");
-    CompilerOptions options;
-    options.cxx = fake.string();
-    options.timeout_seconds = 0.5;
-    const SystemCompiler compiler(options);
-    CompileJob job;
-    job.source = "/src/slow.cpp";
-    job.output = dir.path() / "slow.so";
-
     const auto start = std::chrono::steady_clock::now();
-    try {
-        compiler.compile(job);
-        CHECK(false);
-    } catch (const CompileError& e) {
-        CHECK_EQ(e.exit_status(), -1);
-        CHECK(contains(e.what(), "timed out"));
-        CHECK(contains(e.what(), "0.5 s"));
-        CHECK(contains(e.what(), "/src/slow.cpp"));
-        CHECK_EQ(e.diagnostics(), std::string("working\n"));
-    }
+    const CompileError e = fail_with_fake_compiler(dir, "slowcxx", "echo working; sleep 30\n",
+                                                   "/src/slow.cpp", 0.5);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK_EQ(e.exit_status(), -1);
+    CHECK(contains(e.what(), "timed out"));
+    CHECK(contains(e.what(), "0.5 s"));
+    CHECK(contains(e.what(), "/src/slow.cpp"));
+    CHECK_EQ(e.diagnostics(), std::string("working\n"));
     CHECK(elapsed < 5.0);
 }
 
 OPWEAVE_TEST(killed_compiler_throws_compile_error) {
     TempDir dir;
-    const fs::path fake = write_fake_compiler(dir.path() / "killedcxx", "kill -9 $$\n");
-    CompilerOptions options;
-    options.cxx = fake.string();
-    const SystemCompiler compiler(options);
-    CompileJob job;
-    job.source = "/src/k.cpp";
-    job.output = dir.path() / "k.so";
-    try {
-        compiler.compile(job);
-        CHECK(false);
-    } catch (const CompileError& e) {
-        CHECK_EQ(e.exit_status(), -1);
-        CHECK(contains(e.what(), "killed by signal 9"));
-    }
+    const CompileError e = fail_with_fake_compiler(dir, "killedcxx", "kill -9 $$\n", "/src/k.cpp");
+    CHECK_EQ(e.exit_status(), -1);
+    CHECK(contains(e.what(), "killed by signal 9"));
 }
 
 OPWEAVE_TEST(vanished_compiler_throws_compile_error) {

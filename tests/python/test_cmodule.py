@@ -3,36 +3,20 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import opweave
-from opweave.demo import DEMO_MODULE_NAME, DEMO_SOURCE
+from opweave.demo import DEMO_MODULE_NAME, DEMO_SOURCE, run_in_fresh_process
 from opweave.link.c import cmodule
-
-LOAD_IN_CHILD = """
-import json, opweave
-opweave.config.compiledir = {cache!r}
-from opweave.demo import run_in_this_process
-run = run_in_this_process()
-print(json.dumps(dict(outcome=run.outcome, result=run.result)))
-"""
 
 
 def load_in_fresh_process(cache: Path) -> dict[str, object]:
-    completed = subprocess.run(
-        [sys.executable, "-c", LOAD_IN_CHILD.format(cache=str(cache))],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    """Outcome and result of the demo module, loaded by a new Python process."""
+    run, _ = run_in_fresh_process(str(cache))
+    return {"outcome": run.outcome, "result": run.result}
 
 
 def test_compile_then_hit(isolated_cache: Path) -> None:

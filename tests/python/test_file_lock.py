@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,28 +20,35 @@ from opweave import _core
 pytestmark = pytest.mark.slow
 
 
-def test_lock_excludes_another_process(tmp_path: Path) -> None:
+@pytest.fixture
+def held_lock(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A lock file held by another process: yields (path, holder process)."""
     path = str(tmp_path / "k.lock")
     holder = start_worker("hold-lock", path)
     try:
         assert read_event(holder)["locked"] == holder.pid
-        mine = _core.FileLock(path)
-        assert not mine.try_acquire()
-        assert not mine.held
-        assert holder.stdin is not None
-        holder.stdin.close()  # the holder releases and exits
-        holder.wait(timeout=10)
-        assert mine.try_acquire()
-        assert mine.held
+        yield path, holder
     finally:
         holder.kill()
         holder.wait()
 
 
-def test_sigkill_of_holder_frees_the_lock_at_once(tmp_path: Path) -> None:
-    path = str(tmp_path / "k.lock")
-    holder = start_worker("hold-lock", path)
-    assert read_event(holder)["locked"] == holder.pid
+def test_lock_excludes_another_process(held_lock: tuple[str, subprocess.Popen[str]]) -> None:
+    path, holder = held_lock
+    mine = _core.FileLock(path)
+    assert not mine.try_acquire()
+    assert not mine.held
+    assert holder.stdin is not None
+    holder.stdin.close()  # the holder releases and exits
+    holder.wait(timeout=10)
+    assert mine.try_acquire()
+    assert mine.held
+
+
+def test_sigkill_of_holder_frees_the_lock_at_once(
+    held_lock: tuple[str, subprocess.Popen[str]],
+) -> None:
+    path, holder = held_lock
     mine = _core.FileLock(path)
     assert not mine.try_acquire()
     holder.send_signal(signal.SIGKILL)
@@ -50,39 +59,29 @@ def test_sigkill_of_holder_frees_the_lock_at_once(tmp_path: Path) -> None:
     assert mine.try_acquire()
 
 
-def test_timeout_names_lock_file_and_holder_pid(tmp_path: Path) -> None:
-    path = str(tmp_path / "k.lock")
-    holder = start_worker("hold-lock", path)
-    try:
-        assert read_event(holder)["locked"] == holder.pid
-        with pytest.raises(opweave.LockTimeout) as caught:
-            _core.FileLock(path).acquire(timeout=0.2)
-        error = caught.value
-        assert error.lock_path == path
-        assert error.holder_pid == holder.pid
-        assert error.waited_seconds >= 0.2
-        assert path in str(error) and str(holder.pid) in str(error)
-        assert isinstance(error, TimeoutError) and isinstance(error, opweave.CacheError)
-    finally:
-        holder.kill()
-        holder.wait()
+def test_timeout_names_lock_file_and_holder_pid(
+    held_lock: tuple[str, subprocess.Popen[str]],
+) -> None:
+    path, holder = held_lock
+    with pytest.raises(opweave.LockTimeout) as caught:
+        _core.FileLock(path).acquire(timeout=0.2)
+    error = caught.value
+    assert error.lock_path == path
+    assert error.holder_pid == holder.pid
+    assert error.waited_seconds >= 0.2
+    assert path in str(error) and str(holder.pid) in str(error)
+    assert isinstance(error, TimeoutError) and isinstance(error, opweave.CacheError)
 
 
-def test_waiting_releases_the_gil(tmp_path: Path) -> None:
-    path = str(tmp_path / "k.lock")
-    holder = start_worker("hold-lock", path)
-    try:
-        assert read_event(holder)["locked"] == holder.pid
-        with ticking_thread() as ticks:
-            before = ticks[0]
-            with pytest.raises(opweave.LockTimeout):
-                _core.FileLock(path).acquire(timeout=0.3)
-            during = ticks[0] - before
-        # The counting thread ran while the main thread waited in C++.
-        assert during > 10
-    finally:
-        holder.kill()
-        holder.wait()
+def test_waiting_releases_the_gil(held_lock: tuple[str, subprocess.Popen[str]]) -> None:
+    path, _ = held_lock
+    with ticking_thread() as ticks:
+        before = ticks[0]
+        with pytest.raises(opweave.LockTimeout):
+            _core.FileLock(path).acquire(timeout=0.3)
+        during = ticks[0] - before
+    # The counting thread ran while the main thread waited in C++.
+    assert during > 10
 
 
 def test_forked_child_does_not_keep_the_lock(tmp_path: Path) -> None:
