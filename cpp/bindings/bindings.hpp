@@ -26,5 +26,7 @@ void init_errors(pybind11::module_& m);
 void init_hash(pybind11::module_& m);
 void init_cache(pybind11::module_& m);
 void init_compiler(pybind11::module_& m);
+void init_assembly(pybind11::module_& m);
+void init_function(pybind11::module_& m);
 
 }  // namespace opweave::bindings

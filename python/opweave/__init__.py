@@ -16,14 +16,33 @@ __all__ = [
     "CacheError",
     "CompileError",
     "LockTimeout",
+    "Mode",
     "OpweaveError",
     "__version__",
     "config",
+    "function",
     "get_cmake_dir",
     "get_include",
 ]
 
 __version__ = "0.1.0"
+
+
+_SUBPACKAGES = ("compile", "gof", "graph", "link", "scalar", "tensor")
+
+
+def __getattr__(name: str) -> object:
+    # The graph layer and NumPy load on first use, so that importing opweave
+    # for its cache tools stays cheap.
+    if name in ("function", "Mode"):
+        from opweave import compile as _compile
+
+        return getattr(_compile, name)
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"opweave.{name}")
+    raise AttributeError(f"module 'opweave' has no attribute {name!r}")
 
 
 def _install_dir() -> Path:

@@ -34,6 +34,13 @@ def _parse_positive_float(text: str) -> float:
     return value
 
 
+def _parse_float_dtype(text: str) -> str:
+    value = text.strip()
+    if value not in ("float64", "float32", "float16"):
+        raise ValueError(f"expected float64, float32 or float16, got {text!r}")
+    return value
+
+
 def _default_compiledir() -> str:
     from opweave import _core
 
@@ -89,6 +96,31 @@ _OPTIONS = (
         _parse_positive_float,
         1800.0,
         "Seconds a build waits for another process building the same module.",
+    ),
+    ConfigOption(
+        "gcc__cxxflags",
+        str,
+        "",
+        "Extra flags for every generated module, space-separated (e.g. '-march=native').",
+    ),
+    ConfigOption(
+        "cmodule__remove_gxx_opt",
+        _parse_bool,
+        False,
+        "Compile generated modules with -O0 -g instead of -O3, for debugging them in GDB.",
+    ),
+    ConfigOption(
+        "check_input",
+        _parse_bool,
+        True,
+        "Generated C code checks its inputs (types' c_extract checks and the "
+        "dtype_<name> typedefs). Ops may override it with a check_input attribute.",
+    ),
+    ConfigOption(
+        "floatX",
+        _parse_float_dtype,
+        "float64",
+        "The default float dtype of tensor constructors such as vector().",
     ),
 )
 

@@ -1,0 +1,74 @@
+// opweave core: SourceWriter (see source_writer.hpp).
+#include "assembly/source_writer.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace opweave::detail {
+
+namespace {
+
+int count_newlines(std::string_view text) {
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// A file name as a C string literal body: backslashes and quotes escaped,
+// control characters dropped (they cannot appear in a #line directive).
+std::string escaped(std::string_view file) {
+    std::string out;
+    out.reserve(file.size());
+    for (char c : file) {
+        if (c == '\\' || c == '"') {
+            out += '\\';
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+SourceWriter::SourceWriter(const std::vector<CodeOrigin>& origins, std::string source_name)
+    : m_origins(origins), m_source_name(std::move(source_name)) {}
+
+void SourceWriter::raw(std::string_view text) {
+    m_text.append(text);
+    m_line += count_newlines(text);
+}
+
+void SourceWriter::start_line() {
+    if (!m_text.empty() && m_text.back() != '\n') {
+        raw("\n");
+    }
+}
+
+void SourceWriter::line_directive(int line, std::string_view file) {
+    raw("#line " + std::to_string(line) + " \"" + escaped(file) + "\"\n");
+}
+
+void SourceWriter::fragment(const CodeFragment& fragment) {
+    if (fragment.text.empty()) {
+        return;
+    }
+    start_line();
+    const CodeOrigin* origin =
+        fragment.origin == k_no_origin ? nullptr : &m_origins[fragment.origin];
+    const bool from_file = origin != nullptr && !origin->file.empty();
+    if (from_file) {
+        line_directive(origin->line, origin->file);
+    }
+    const int first = m_line;
+    raw(fragment.text);
+    start_line();
+    if (fragment.origin != k_no_origin) {
+        m_line_map.push_back(LineRange{first, m_line - 1, fragment.origin});
+    }
+    if (from_file) {
+        // The directive's own line is m_line; the line after it is m_line + 1.
+        line_directive(m_line + 1, m_source_name);
+    }
+}
+
+}  // namespace opweave::detail

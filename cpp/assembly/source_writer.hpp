@@ -1,0 +1,37 @@
+// opweave core (internal): appends generated and user code to a module text,
+// counting lines, recording where each user fragment landed and emitting
+// #line directives around fragments that came from files.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opweave/module_source.hpp"
+
+namespace opweave::detail {
+
+class SourceWriter {
+public:
+    SourceWriter(const std::vector<CodeOrigin>& origins, std::string source_name);
+
+    // opweave's own text, written as is.
+    void raw(std::string_view text);
+    // A user fragment on lines of its own, recorded in the line map.
+    void fragment(const CodeFragment& fragment);
+
+    std::string take_text() { return std::move(m_text); }
+    std::vector<LineRange> take_line_map() { return std::move(m_line_map); }
+
+private:
+    void start_line();
+    void line_directive(int line, std::string_view file);
+
+    const std::vector<CodeOrigin>& m_origins;
+    std::string m_source_name;
+    std::string m_text;
+    int m_line = 1;  // the line the next character goes on
+    std::vector<LineRange> m_line_map;
+};
+
+}  // namespace opweave::detail

@@ -1,0 +1,133 @@
+// opweave._core: assemble_module, from a Python description of the module.
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include "bindings/bindings.hpp"
+#include "opweave/module_source.hpp"
+
+namespace py = pybind11;
+
+namespace opweave::bindings {
+
+namespace {
+
+// (text, origin) with origin -1 for "none".
+CodeFragment to_fragment(const py::handle& item) {
+    auto pair = item.cast<py::tuple>();
+    if (pair.size() != 2) {
+        throw py::value_error("a code fragment is a (text, origin) pair");
+    }
+    CodeFragment fragment;
+    fragment.text = pair[0].cast<std::string>();
+    auto origin = pair[1].cast<long long>();
+    fragment.origin = origin < 0 ? k_no_origin : static_cast<std::size_t>(origin);
+    return fragment;
+}
+
+std::vector<CodeFragment> to_fragments(const py::dict& spec, const char* key) {
+    std::vector<CodeFragment> fragments;
+    if (spec.contains(key)) {
+        for (const py::handle item : spec[key]) {
+            fragments.push_back(to_fragment(item));
+        }
+    }
+    return fragments;
+}
+
+// (id, fragment, fragment, fragment)
+template <typename Block>
+std::vector<Block> to_blocks(const py::dict& spec, const char* key) {
+    std::vector<Block> blocks;
+    if (!spec.contains(key)) {
+        return blocks;
+    }
+    for (const py::handle item : spec[key]) {
+        auto fields = item.cast<py::tuple>();
+        if (fields.size() != 4) {
+            throw py::value_error(std::string(key) + ": a block is (id, a, b, c)");
+        }
+        Block block;
+        block.id = fields[0].cast<int>();
+        CodeFragment parts[3] = {to_fragment(fields[1]), to_fragment(fields[2]),
+                                 to_fragment(fields[3])};
+        if constexpr (std::is_same_v<Block, RunBlock>) {
+            block.declare = std::move(parts[0]);
+            block.behavior = std::move(parts[1]);
+            block.cleanup = std::move(parts[2]);
+        } else {
+            block.members = std::move(parts[0]);
+            block.init = std::move(parts[1]);
+            block.cleanup = std::move(parts[2]);
+        }
+        blocks.push_back(std::move(block));
+    }
+    return blocks;
+}
+
+ModuleSpec to_spec(const py::dict& spec) {
+    ModuleSpec out;
+    if (spec.contains("origins")) {
+        for (const py::handle item : spec["origins"]) {
+            auto fields = item.cast<py::tuple>();
+            if (fields.size() != 3) {
+                throw py::value_error("an origin is (what, file, line)");
+            }
+            out.origins.push_back(CodeOrigin{fields[0].cast<std::string>(),
+                                             fields[1].cast<std::string>(), fields[2].cast<int>()});
+        }
+    }
+    if (spec.contains("headers")) {
+        out.headers = spec["headers"].cast<std::vector<std::string>>();
+    }
+    out.support_code = to_fragments(spec, "support_code");
+    out.init_code = to_fragments(spec, "init_code");
+    out.init_code_apply = to_fragments(spec, "init_code_apply");
+    out.struct_blocks = to_blocks<StructBlock>(spec, "struct_blocks");
+    out.run_blocks = to_blocks<RunBlock>(spec, "run_blocks");
+    out.n_inputs = spec.contains("n_inputs") ? spec["n_inputs"].cast<int>() : 0;
+    out.n_outputs = spec.contains("n_outputs") ? spec["n_outputs"].cast<int>() : 0;
+    out.n_orphans = spec.contains("n_orphans") ? spec["n_orphans"].cast<int>() : 0;
+    if (spec.contains("source_name")) {
+        out.source_name = spec["source_name"].cast<std::string>();
+    }
+    return out;
+}
+
+}  // namespace
+
+void init_assembly(py::module_& m) {
+    m.attr("GRAPH_LAYOUT_VERSION") = k_graph_layout_version;
+    m.attr("GRAPH_MODULE_NAME") = k_graph_module_name;
+    m.def(
+        "assemble_module",
+        [](const py::dict& spec) {
+            ModuleSpec parsed = to_spec(spec);
+            AssembledModule module;
+            {
+                py::gil_scoped_release release;
+                module = assemble_module(parsed);
+            }
+            py::list line_map;
+            for (const LineRange& range : module.line_map) {
+                line_map.append(py::make_tuple(range.first, range.last, range.origin));
+            }
+            py::dict result;
+            result["text"] = text(module.text);
+            result["content_key"] = module.content_key;
+            result["line_map"] = line_map;
+            return result;
+        },
+        py::arg("spec"),
+        "Lays out a graph module from its parts. `spec` is a dict with:\n"
+        "  origins: [(what, file, line)], headers: [str],\n"
+        "  support_code, init_code, init_code_apply: [(text, origin)],\n"
+        "  struct_blocks: [(id, members, init, cleanup)],\n"
+        "  run_blocks: [(id, declare, behavior, cleanup)],\n"
+        "  n_inputs, n_outputs, n_orphans: int, source_name: str,\n"
+        "where every fragment is (text, origin index or -1). Returns a dict with\n"
+        "the module `text`, its `content_key` (SHA-256) and `line_map`:\n"
+        "[(first_line, last_line, origin)]. Raises ValueError for a bad spec.");
+}
+
+}  // namespace opweave::bindings

@@ -1,0 +1,64 @@
+"""Modes: which linker turns a graph into a callable.
+
+- ``Mode(linker="c")`` or ``mode="C"`` (the default): the whole graph is one
+  compiled C module (:class:`opweave.link.c.basic.CLinker`).
+- ``Mode(linker="py")`` or ``mode="py"``: every node runs its Python
+  ``perform``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Mode", "get_mode"]
+
+_LINKERS = ("c", "py")
+_NAMED = {
+    "C": "c",
+    "c": "c",
+    "FAST_RUN": "c",
+    "py": "py",
+    "PY": "py",
+    "FAST_COMPILE": "py",
+}
+_LATER = {"c|py", "CVM", "C_VM", "DebugMode", "DEBUG_MODE"}
+
+
+class Mode:
+    """How :func:`opweave.function` runs a graph. ``linker`` is ``"c"`` (one
+    compiled module per graph) or ``"py"`` (Python ``perform`` only).
+    ``optimizer`` is accepted for compatibility; opweave does not rewrite
+    graphs."""
+
+    def __init__(self, linker: str = "c", optimizer: Any = None) -> None:
+        if linker in _LATER:
+            raise NotImplementedError(f"linker {linker!r} is not available yet in opweave")
+        if linker not in _LINKERS:
+            raise ValueError(f"unknown linker {linker!r}; expected one of {', '.join(_LINKERS)}")
+        self.linker = linker
+        self.optimizer = optimizer
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mode) and other.linker == self.linker
+
+    def __hash__(self) -> int:
+        return hash(self.linker)
+
+    def __repr__(self) -> str:
+        return f"Mode(linker={self.linker!r})"
+
+
+def get_mode(mode: str | Mode | None) -> Mode:
+    """The :class:`Mode` that ``mode`` names (None: the default, C)."""
+    if mode is None:
+        return Mode("c")
+    if isinstance(mode, Mode):
+        return mode
+    if isinstance(mode, str):
+        if mode in _LATER:
+            raise NotImplementedError(f"mode {mode!r} is not available yet in opweave")
+        if mode in _NAMED:
+            return Mode(_NAMED[mode])
+        known = ", ".join(repr(name) for name in _NAMED)
+        raise ValueError(f"unknown mode {mode!r}; expected a Mode or one of {known}")
+    raise TypeError(f"mode must be a Mode, a string or None, got {type(mode).__name__}")

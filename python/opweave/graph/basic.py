@@ -1,0 +1,209 @@
+"""Graph nodes: :class:`Variable`, :class:`Constant` and :class:`Apply`, and
+the walks over them (:func:`io_toposort`, :func:`graph_inputs`, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opweave.graph.op import Op
+    from opweave.graph.type import Type
+
+__all__ = [
+    "Apply",
+    "Constant",
+    "Variable",
+    "ancestors",
+    "graph_inputs",
+    "io_toposort",
+    "vars_between",
+]
+
+
+class Variable:
+    """A value in a graph: its ``type``, the :class:`Apply` node that computes it
+    (``owner``, None for a graph input), its position among that node's
+    outputs (``index``) and an optional ``name``."""
+
+    def __init__(
+        self,
+        type: Type,
+        owner: Apply | None = None,
+        index: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.type = type
+        self.owner = owner
+        self.index = index
+        self.name = name
+        self.tag: dict[str, Any] = {}
+
+    def __str__(self) -> str:
+        if self.name is not None:
+            return self.name
+        if self.owner is not None:
+            op = str(self.owner.op)
+            if len(self.owner.outputs) == 1:
+                return f"{op}.out"
+            return f"{op}.{self.index}"
+        return f"<{self.type}>"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def clone(self, name: str | None = None) -> Variable:
+        """A new, ownerless variable of the same type (and class)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.owner, new.index, new.tag = None, None, dict(self.tag)
+        if name is not None:
+            new.name = name
+        return new
+
+
+class Constant(Variable):
+    """A variable with a fixed value. ``data`` is ``type.filter(data)``.
+
+    Theano's ``gof.Constant(type, data, name)`` spelling is accepted as is."""
+
+    def __init__(self, type: Type, data: Any, name: str | None = None) -> None:
+        super().__init__(type, None, None, name)
+        self.data = type.filter(data)
+
+    def __str__(self) -> str:
+        if self.name is not None:
+            return self.name
+        text = repr(self.data)
+        return text if len(text) <= 20 else text[:10] + "..." + text[-7:]
+
+    def signature(self) -> tuple[Type, Any]:
+        """What identifies this constant: its type and its value."""
+        return (self.type, self.data)
+
+    def clone(self, name: str | None = None) -> Constant:
+        new = super().clone(name)
+        assert isinstance(new, Constant)
+        return new
+
+
+class Apply:
+    """One application of an :class:`~opweave.graph.op.Op` to input variables,
+    producing output variables. Creating it sets each output's ``owner`` and
+    ``index``."""
+
+    def __init__(self, op: Op, inputs: Sequence[Variable], outputs: Sequence[Variable]) -> None:
+        self.op = op
+        self.inputs = _checked_variables(inputs, "inputs", op)
+        self.outputs = _checked_variables(outputs, "outputs", op)
+        for index, output in enumerate(self.outputs):
+            if output.owner is not None and (output.owner is not self or output.index != index):
+                raise ValueError(
+                    f"{op}: output {index} ({output}) already belongs to another Apply node"
+                )
+            output.owner, output.index = self, index
+        self.tag: dict[str, Any] = {}
+
+    @property
+    def nin(self) -> int:
+        """The number of inputs."""
+        return len(self.inputs)
+
+    @property
+    def nout(self) -> int:
+        """The number of outputs."""
+        return len(self.outputs)
+
+    @property
+    def out(self) -> Variable:
+        """The single output (ValueError if there are several)."""
+        if len(self.outputs) != 1:
+            raise ValueError(f"{self.op} has {len(self.outputs)} outputs, not one")
+        return self.outputs[0]
+
+    def default_output(self) -> Variable:
+        """The output ``Op.__call__`` returns: ``op.default_output`` if set,
+        else the only output."""
+        index = getattr(self.op, "default_output", None)
+        if index is not None:
+            return self.outputs[index]
+        return self.out
+
+    def __str__(self) -> str:
+        return f"{self.op}({', '.join(str(i) for i in self.inputs)})"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _checked_variables(values: Sequence[Variable], what: str, op: Op) -> list[Variable]:
+    values = list(values)
+    for position, value in enumerate(values):
+        if not isinstance(value, Variable):
+            raise TypeError(
+                f"{op}: Apply {what}[{position}] must be a Variable, got {type(value).__name__} "
+                f"({value!r}); convert it first (e.g. with as_tensor_variable)"
+            )
+    return values
+
+
+def ancestors(outputs: Iterable[Variable], blockers: Iterable[Variable] = ()) -> Iterator[Variable]:
+    """Every variable that ``outputs`` depend on (including them), depth first,
+    not walking past ``blockers``."""
+    stop = set(map(id, blockers))
+    seen: set[int] = set()
+    stack = list(outputs)[::-1]
+    while stack:
+        variable = stack.pop()
+        if id(variable) in seen:
+            continue
+        seen.add(id(variable))
+        yield variable
+        if variable.owner is not None and id(variable) not in stop:
+            stack.extend(reversed(variable.owner.inputs))
+
+
+def graph_inputs(outputs: Iterable[Variable], blockers: Iterable[Variable] = ()) -> list[Variable]:
+    """The variables without an owner (or in ``blockers``) that ``outputs``
+    depend on, in depth-first order."""
+    stop = set(map(id, blockers))
+    return [v for v in ancestors(outputs, blockers) if v.owner is None or id(v) in stop]
+
+
+def io_toposort(inputs: Iterable[Variable], outputs: Iterable[Variable]) -> list[Apply]:
+    """The Apply nodes between ``inputs`` and ``outputs``, each after the nodes
+    computing its inputs. The order is deterministic: it follows the order of
+    the outputs and of each node's inputs."""
+    stop = set(map(id, inputs))
+    order: list[Apply] = []
+    done: set[int] = set()
+    for output in outputs:
+        _visit(output, stop, done, order)
+    return order
+
+
+def _visit(root: Variable, stop: set[int], done: set[int], order: list[Apply]) -> None:
+    # Iterative post-order walk, so deep graphs do not hit the recursion limit.
+    stack: list[tuple[Apply, int]] = []
+    node = root.owner if id(root) not in stop else None
+    if node is None or id(node) in done:
+        return
+    stack.append((node, 0))
+    done.add(id(node))
+    while stack:
+        node, position = stack.pop()
+        if position < len(node.inputs):
+            stack.append((node, position + 1))
+            parent = node.inputs[position].owner
+            if parent is not None and id(node.inputs[position]) not in stop:
+                if id(parent) not in done:
+                    done.add(id(parent))
+                    stack.append((parent, 0))
+        else:
+            order.append(node)
+
+
+def vars_between(inputs: Iterable[Variable], outputs: Iterable[Variable]) -> list[Variable]:
+    """Every variable on a path from ``inputs`` to ``outputs``, inputs and
+    outputs included."""
+    return list(ancestors(outputs, inputs))

@@ -1,0 +1,62 @@
+"""A minimal function graph: fixed inputs, outputs and the nodes between."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from opweave.graph.basic import Apply, Constant, Variable, io_toposort, vars_between
+
+__all__ = ["FunctionGraph", "MissingInputError"]
+
+
+class MissingInputError(ValueError):
+    """An output depends on a variable that is neither an input nor a constant."""
+
+
+class FunctionGraph:
+    """The subgraph from ``inputs`` to ``outputs``: its nodes in topological
+    order, its variables and, for each variable, the nodes that use it."""
+
+    def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable]) -> None:
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        seen: set[int] = set()
+        for position, variable in enumerate(self.inputs):
+            if not isinstance(variable, Variable):
+                raise TypeError(f"input {position} is not a Variable: {variable!r}")
+            if isinstance(variable, Constant):
+                raise TypeError(
+                    f"input {position} ({variable}) is a Constant; inputs must be variables"
+                )
+            if id(variable) in seen:
+                raise ValueError(f"input {position} ({variable}) is given more than once")
+            seen.add(id(variable))
+        for position, variable in enumerate(self.outputs):
+            if not isinstance(variable, Variable):
+                raise TypeError(f"output {position} is not a Variable: {variable!r}")
+        self.apply_nodes: list[Apply] = io_toposort(self.inputs, self.outputs)
+        self.variables: list[Variable] = vars_between(self.inputs, self.outputs)
+        self.clients: dict[int, list[tuple[Apply, int]]] = {id(v): [] for v in self.variables}
+        for node in self.apply_nodes:
+            for position, variable in enumerate(node.inputs):
+                self.clients.setdefault(id(variable), []).append((node, position))
+        self._check_inputs(seen)
+
+    def _check_inputs(self, inputs: set[int]) -> None:
+        for variable in self.variables:
+            if variable.owner is None and id(variable) not in inputs:
+                if isinstance(variable, Constant):
+                    continue
+                users = [str(node) for node, _ in self.clients.get(id(variable), [])]
+                used_by = f", used by {', '.join(users)}" if users else ""
+                raise MissingInputError(
+                    f"the graph needs {variable} (type {variable.type}){used_by}, "
+                    "but it is not among the inputs"
+                )
+
+    def toposort(self) -> list[Apply]:
+        """The nodes, each after the nodes that compute its inputs."""
+        return list(self.apply_nodes)
+
+    def __str__(self) -> str:
+        return f"FunctionGraph({', '.join(str(o) for o in self.outputs)})"

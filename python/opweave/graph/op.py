@@ -1,0 +1,115 @@
+"""The :class:`Op` base class: what a graph operation is, in Python."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from opweave.graph.basic import Apply, Variable
+from opweave.graph.utils import MethodNotDefined
+
+__all__ = ["Op"]
+
+
+class Op:
+    """A graph operation.
+
+    Subclasses define :meth:`make_node` (or the ``itypes``/``otypes``
+    attributes) and :meth:`perform`; ops with C code also define ``c_code``
+    and its friends (see :class:`opweave.link.c.op.COp`). Calling an op on
+    variables builds an :class:`~opweave.graph.basic.Apply` node and returns
+    its output, or the list of its outputs.
+
+    ``__props__`` names the attributes that define the op: two ops of the same
+    class with equal props are equal, hash alike and print alike. Without
+    ``__props__``, an op is only equal to itself.
+    """
+
+    __props__: ClassVar[tuple[str, ...]]
+    view_map: ClassVar[dict[int, list[int]]] = {}
+    destroy_map: ClassVar[dict[int, list[int]]] = {}
+    default_output: ClassVar[int | None] = None
+    itypes: Sequence[Any] | None = None
+    otypes: Sequence[Any] | None = None
+
+    def make_node(self, *inputs: Any) -> Apply:
+        """Builds the Apply node of this op on ``inputs``. The default uses
+        ``itypes`` and ``otypes``; other ops must override it."""
+        if self.itypes is None or self.otypes is None:
+            raise MethodNotDefined(
+                f"{type(self).__name__} defines neither make_node nor itypes/otypes"
+            )
+        if len(inputs) != len(self.itypes):
+            raise TypeError(f"{self} takes {len(self.itypes)} inputs, got {len(inputs)}")
+        checked = []
+        for position, (value, itype) in enumerate(zip(inputs, self.itypes, strict=True)):
+            if not isinstance(value, Variable) or value.type != itype:
+                got = value.type if isinstance(value, Variable) else type(value).__name__
+                raise TypeError(f"{self}: input {position} must be of type {itype}, got {got}")
+            checked.append(value)
+        return Apply(self, checked, [otype() for otype in self.otypes])
+
+    def __call__(self, *inputs: Any, return_list: bool = False, **kwargs: Any) -> Any:
+        """Applies the op: returns the output variable, or the list of outputs
+        when there are several (or when ``return_list`` is true)."""
+        node = self.make_node(*inputs, **kwargs)
+        if return_list:
+            return list(node.outputs)
+        if self.default_output is not None:
+            return node.outputs[self.default_output]
+        if len(node.outputs) == 1:
+            return node.outputs[0]
+        return list(node.outputs)
+
+    def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
+        """Computes the outputs in Python: ``output_storage[i][0] = value``."""
+        raise MethodNotDefined(f"{type(self).__name__} has no perform (Python implementation)")
+
+    # --- __props__ -----------------------------------------------------------
+
+    def _props(self) -> tuple[Any, ...]:
+        """The values of ``__props__``, in order."""
+        return tuple(getattr(self, name) for name in type(self).__props__)
+
+    def _props_dict(self) -> dict[str, Any]:
+        """``__props__`` as a dict."""
+        return {name: getattr(self, name) for name in type(self).__props__}
+
+    def __eq__(self, other: object) -> bool:
+        if not hasattr(type(self), "__props__"):
+            return self is other
+        if type(self) is not type(other):
+            return False
+        return all(_same(a, b) for a, b in zip(self._props(), other._props(), strict=True))  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        if not hasattr(type(self), "__props__"):
+            return object.__hash__(self)
+        return hash((type(self), *(_hashable(value) for value in self._props())))
+
+    def __str__(self) -> str:
+        if not hasattr(type(self), "__props__") or not type(self).__props__:
+            return type(self).__name__
+        fields = ", ".join(f"{name}={value!r}" for name, value in self._props_dict().items())
+        return f"{type(self).__name__}{{{fields}}}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b)) and np.asarray(a).dtype == np.asarray(b).dtype
+    return bool(a == b)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value

@@ -1,0 +1,231 @@
+"""The whole-graph C linker: one compiled module per graph.
+
+:class:`CLinker` asks every op and type of a graph for its C code
+(:mod:`opweave.link.c.spec`), has the C++ core lay it out as one module,
+compiles it through the module cache (or finds it there) and returns a
+:class:`opweave._core.Function` that runs the graph in one C call.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opweave import _core
+from opweave.configparser import config
+from opweave.errors import CompileError, OpweaveError
+from opweave.graph.fg import FunctionGraph
+from opweave.link.c import cmodule
+from opweave.link.c.hooks import call_hook
+from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
+
+__all__ = ["CLinker", "CompiledGraph", "MissingCCode"]
+
+_log = logging.getLogger(__name__)
+
+# The flags PyTensor compiles its modules with, minus the optimisation level
+# (set from config.cmodule__remove_gxx_opt).
+_DEFAULT_FLAGS = (
+    "-fno-math-errno",
+    "-Wno-unused-label",
+    "-Wno-unused-variable",
+    "-Wno-write-strings",
+    "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION",
+)
+_DIAGNOSTIC_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<rest>.*)$", re.M)
+
+# Modules loaded in this process, by library path: each is imported once.
+_loaded: dict[str, Any] = {}
+
+
+@dataclass
+class CompiledGraph:
+    """A compiled graph module and what was needed to build it."""
+
+    module: Any
+    library: str
+    source: str
+    outcome: str  # "hit", "built" or "built_by_other"
+    orphans: list[Any]
+    block_names: dict[int, str]
+
+
+def _uniq(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _numpy_abi() -> str:
+    try:
+        from numpy._core._multiarray_umath import _get_ndarray_c_version
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore
+    return f"numpy={np.__version__};c_api={_get_ndarray_c_version():x}"
+
+
+class CLinker:
+    """Compiles a whole :class:`~opweave.graph.fg.FunctionGraph` into one module."""
+
+    def __init__(self, schedule: Any = None) -> None:
+        self.fgraph: FunctionGraph | None = None
+
+    def accept(
+        self, fgraph: FunctionGraph, no_recycling: Any = None, profile: Any = None
+    ) -> CLinker:
+        """Binds the linker to ``fgraph`` (a new linker if already bound)."""
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            return type(self)().accept(fgraph, no_recycling, profile)
+        self.fgraph = fgraph
+        return self
+
+    # --- compiler and flags --------------------------------------------------
+
+    def _objects(self) -> list[Any]:
+        assert self.fgraph is not None
+        objects: dict[int, Any] = {}
+        for variable in self.fgraph.variables:
+            objects.setdefault(id(variable.type), variable.type)
+        for node in self.fgraph.apply_nodes:
+            objects.setdefault(id(node.op), node.op)
+        return list(objects.values())
+
+    def compiler(self) -> _core.SystemCompiler:
+        """The compiler: the one ops or types ask for (``c_compiler()``), else
+        ``config.cxx``. Two different requests are an error."""
+        chosen: Any = None
+        for obj in self._objects():
+            wanted = call_hook(obj, "c_compiler")
+            if wanted is None:
+                continue
+            if chosen is not None and wanted != chosen:
+                raise OpweaveError(
+                    f"ops ask for two different compilers: {chosen!r} and {wanted!r}"
+                )
+            chosen = wanted
+        if chosen is None:
+            return cmodule.get_compiler()
+        if isinstance(chosen, _core.SystemCompiler):
+            return chosen
+        if isinstance(chosen, str):
+            return _core.SystemCompiler(chosen, launcher=config.cxx_launcher)
+        raise TypeError(f"c_compiler() must return None, a compiler name or path, got {chosen!r}")
+
+    def compile_job(self, objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
+        """The compile job: default flags, the ops' and types' flags,
+        directories and libraries, then ``config.gcc__cxxflags``, minus every
+        ``c_no_compile_args``."""
+        kw = {"c_compiler": compiler}
+
+        def collect(hook: str) -> list[str]:
+            found: list[str] = []
+            for obj in objects:
+                found.extend(str(item) for item in call_hook(obj, hook, default=[], **kw) or [])
+            return _uniq(found)
+
+        flags = [*_DEFAULT_FLAGS, *collect("c_compile_args"), *shlex.split(config.gcc__cxxflags)]
+        removed = set(collect("c_no_compile_args"))
+        flags = [flag for flag in flags if flag not in removed]
+        debug = config.cmodule__remove_gxx_opt
+        return cmodule.extension_job(
+            include_dirs=[*collect("c_header_dirs"), np.get_include()],
+            flags=flags,
+            lib_dirs=collect("c_lib_dirs"),
+            libraries=collect("c_libraries"),
+            opt_level=_core.OptLevel.O0 if debug else _core.OptLevel.O3,
+            debug_info=_core.DebugInfo.YES if debug else _core.DebugInfo.NO,
+        )
+
+    def key_extra(self, objects: Sequence[Any]) -> str:
+        """Key material beyond the source and the compile job: the Python and
+        NumPy ABIs and the ops' and types' declared code versions."""
+        versions = []
+        for obj in objects:
+            method = getattr(type(obj), "c_code_cache_version", None)
+            if (
+                method is not None
+                and getattr(method, "__module__", "") != "opweave.link.c.interface"
+            ):
+                versions.append(f"{type(obj).__qualname__}={obj.c_code_cache_version()!r}")
+        return ";".join([cmodule.python_abi_key(), _numpy_abi(), *versions])
+
+    # --- building ------------------------------------------------------------
+
+    def graph_spec(self, compiler: Any = None) -> GraphSpec:
+        """The module spec of the bound graph."""
+        if self.fgraph is None:
+            raise OpweaveError("CLinker.accept(fgraph) must be called first")
+        return build_spec(self.fgraph, compiler)
+
+    def get_src_code(self) -> str:
+        """The C++ source of the bound graph's module."""
+        return _core.assemble_module(self.graph_spec(self.compiler()).spec)["text"]
+
+    def compile(self) -> CompiledGraph:
+        """Builds (or finds in the cache) and imports the graph's module."""
+        compiler = self.compiler()
+        graph = self.graph_spec(compiler)
+        assembled = _core.assemble_module(graph.spec)
+        job = self.compile_job(graph.objects, compiler)
+        extra = self.key_extra(graph.objects)
+        cache = cmodule.get_module_cache()
+        try:
+            built = _core.build_module(cache, assembled["text"], compiler, job, extra)
+            module = _load(built["library"])
+        except CompileError as error:
+            raise _explained(error, assembled["line_map"], graph.origins) from None
+        except (ImportError, OSError) as error:
+            _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built["dir"], error)
+            cache.evict(str(built["dir"]).rsplit("/", 1)[-1])
+            _loaded.pop(str(built["library"]), None)
+            built = _core.build_module(cache, assembled["text"], compiler, job, extra)
+            module = _load(built["library"])
+        return CompiledGraph(
+            module,
+            str(built["library"]),
+            str(built["source"]),
+            built["outcome"],
+            graph.orphans,
+            graph.block_names,
+        )
+
+
+def _load(library: Any) -> Any:
+    path = str(library)
+    module = _loaded.get(path)
+    if module is None:
+        module = cmodule.load_extension(path, _core.GRAPH_MODULE_NAME)
+        _loaded[path] = module
+    return module
+
+
+def _explained(
+    error: CompileError, line_map: list[tuple[int, int, int]], origins: list[str]
+) -> CompileError:
+    """The same error, its summary naming the op or type code (and the line
+    in it) where each of the first few diagnostics points."""
+    places: list[str] = []
+    source_name = error.source.rsplit("/", 1)[-1] if error.source else "module.cpp"
+    for match in _DIAGNOSTIC_LINE.finditer(error.diagnostics):
+        if not match["file"].endswith((source_name, "module.cpp")):
+            continue
+        line = int(match["line"])
+        for first, last, origin in line_map:
+            if first <= line <= last:
+                place = f"{origins[origin]}, line {line - first + 1} of its code: {match['rest']}"
+                if place not in places:
+                    places.append(place)
+                break
+        if len(places) >= 3:
+            break
+    summary = error.summary
+    if places:
+        summary += "\n" + "\n".join(f"  in {place}" for place in places)
+    explained = CompileError(
+        summary, error.command, error.diagnostics, error.source, error.exit_status
+    )
+    return explained

@@ -1,0 +1,76 @@
+"""Calling op and type hooks whatever their signature.
+
+Op and type authors write hooks in several styles: with or without a
+``c_compiler`` keyword, with or without ``check_input``, as methods, or as
+plain functions set on an instance (``mul.c_code = c_code``). These helpers
+pass each hook only the keywords it accepts, and give the defaults of
+:mod:`opweave.link.c.interface` to objects that do not define a hook.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["as_code_list", "call_hook", "get_hook", "has_hook"]
+
+# (accepts **kwargs, names of keyword-capable parameters), per function.
+_signatures: dict[Any, tuple[bool, frozenset[str]]] = {}
+
+
+def _accepted(function: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
+    key = getattr(function, "__func__", function)
+    found = _signatures.get(key)
+    if found is None:
+        try:
+            parameters = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):
+            found = (True, frozenset())
+        else:
+            var_keyword = any(p.kind is p.VAR_KEYWORD for p in parameters)
+            names = frozenset(
+                p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            )
+            found = (var_keyword, names)
+        _signatures[key] = found
+    return found
+
+
+def has_hook(obj: Any, name: str) -> bool:
+    """True if ``obj`` has a callable attribute ``name``."""
+    return callable(getattr(obj, name, None))
+
+
+def get_hook(obj: Any, name: str) -> Callable[..., Any] | None:
+    """The hook ``name`` of ``obj``, or None."""
+    hook = getattr(obj, name, None)
+    return hook if callable(hook) else None
+
+
+def call_hook(obj: Any, name: str, *args: Any, default: Any = None, **optional: Any) -> Any:
+    """Calls ``obj.<name>(*args, **accepted)``, where ``accepted`` holds the
+    ``optional`` keywords the hook's signature takes. Returns ``default`` if
+    ``obj`` has no such hook."""
+    hook = get_hook(obj, name)
+    if hook is None:
+        return default
+    if optional:
+        var_keyword, names = _accepted(hook)
+        if not var_keyword:
+            optional = {k: v for k, v in optional.items() if k in names}
+    return hook(*args, **optional)
+
+
+def as_code_list(value: Any, what: str) -> list[str]:
+    """A hook's code result (None, a string or a list of strings) as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if not isinstance(item, str):
+                raise TypeError(f"{what} must return strings, got {type(item).__name__}")
+        return [item for item in value if item]
+    raise TypeError(f"{what} must return a string or a list of strings, got {type(value).__name__}")

@@ -1,0 +1,358 @@
+"""Building the module spec of a graph: asking every type and op for its C
+code and laying out the blocks that :func:`opweave._core.assemble_module`
+turns into one C++ module (see include/opweave/module_source.hpp).
+
+Variables get the C names ``V1, V2, ...`` (inputs first, then node outputs in
+topological order, then constants); ``py_V<n>`` is the Python object.
+Inputs, outputs and the code of each node live in run(): inputs are extracted
+from ``__inputs`` on each call, outputs start empty each call (so two calls
+never share an output) and are synced to ``__outputs``. Constants and
+intermediate results live in the struct: constants are extracted once when
+the function is created, and intermediates keep their storage between calls,
+as in PyTensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from opweave.configparser import config
+from opweave.graph.basic import Apply, Constant, Variable
+from opweave.graph.fg import FunctionGraph
+from opweave.graph.utils import MethodNotDefined
+from opweave.link.c.hooks import as_code_list, call_hook, get_hook, has_hook
+
+__all__ = ["GraphSpec", "MissingCCode", "build_spec"]
+
+_NO_ORIGIN = -1
+_TYPE_HOOKS = ("c_declare", "c_init", "c_extract", "c_sync")
+
+
+class MissingCCode(NotImplementedError):
+    """An op or type of the graph has no C implementation."""
+
+
+@dataclass
+class GraphSpec:
+    """The module spec (for assemble_module) plus what the linker needs to
+    compile and call it."""
+
+    spec: dict[str, Any]
+    orphans: list[Any]
+    origins: list[str]
+    objects: list[Any] = field(default_factory=list)  # the ops and types, in order
+    block_names: dict[int, str] = field(default_factory=dict)  # run block id -> what it runs
+
+
+def fail_run(block: int) -> str:
+    """The ``%(fail)s`` statement of a run() block."""
+    return f"OPWEAVE_FAIL({block})"
+
+
+def fail_init(block: int) -> str:
+    """The ``%(fail)s`` statement of a struct init block."""
+    return f"OPWEAVE_FAIL_INIT({block})"
+
+
+def _check_input(op: Any) -> bool:
+    value = getattr(op, "check_input", None)
+    return config.check_input if value is None else bool(value)
+
+
+class _Builder:
+    def __init__(self, fgraph: FunctionGraph, compiler: Any) -> None:
+        self.fgraph = fgraph
+        self.compiler = compiler
+        self.origins: list[tuple[str, str, int]] = []
+        self.names: dict[int, str] = {}
+        self.run_blocks: list[tuple[Any, ...]] = []
+        self.struct_blocks: list[tuple[Any, ...]] = []
+        self.orphans: list[Any] = []
+        self.block_names: dict[int, str] = {}
+        self.next_id = len(fgraph.inputs) + 1
+        self.nodes = fgraph.toposort()
+        self.output_slots: dict[int, list[int]] = {}
+        for slot, variable in enumerate(fgraph.outputs):
+            self.output_slots.setdefault(id(variable), []).append(slot)
+
+    # --- helpers -------------------------------------------------------------
+
+    def origin(self, what: str) -> int:
+        self.origins.append((what, "", 1))
+        return len(self.origins) - 1
+
+    def fragment(self, text: Any, what: str) -> tuple[str, int]:
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise TypeError(f"{what} must return a string, got {type(text).__name__}")
+        return (text, self.origin(what) if text else _NO_ORIGIN)
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def describe(self, variable: Variable) -> str:
+        label = f" {variable.name!r}" if variable.name else ""
+        return f"variable {self.names[id(variable)]}{label} ({variable.type})"
+
+    def type_sub(self, name: str, block: int, fail: str) -> dict[str, str]:
+        return {"fail": fail, "id": str(block), "failure_var": "__failure", "py_ptr": f"py_{name}"}
+
+    def check_for_variable(self, variable: Variable) -> bool:
+        users = [node.op for node, _ in self.fgraph.clients.get(id(variable), [])]
+        if variable.owner is not None:
+            users.append(variable.owner.op)
+        return any(_check_input(op) for op in users) if users else config.check_input
+
+    def type_code(self, variable: Variable, hook: str, sub: dict[str, str], **kw: Any) -> tuple:
+        name = self.names[id(variable)]
+        text = call_hook(variable.type, hook, name, sub, default="", **kw)
+        return self.fragment(text, f"{self.describe(variable)} {hook}")
+
+    @staticmethod
+    def join(*fragments: tuple[str, int]) -> list[tuple[str, int]]:
+        return [f for f in fragments if f[0]]
+
+    # --- naming --------------------------------------------------------------
+
+    def name_variables(self) -> None:
+        order: list[Variable] = list(self.fgraph.inputs)
+        for node in self.nodes:
+            order.extend(node.outputs)
+        for node in self.nodes:
+            order.extend(v for v in node.inputs if isinstance(v, Constant))
+        order.extend(v for v in self.fgraph.outputs if isinstance(v, Constant))
+        for variable in order:
+            if id(variable) not in self.names:
+                self.names[id(variable)] = f"V{len(self.names) + 1}"
+
+    def literal(self, variable: Variable) -> str | None:
+        if not isinstance(variable, Constant) or id(variable) in self.output_slots:
+            return None
+        value = call_hook(variable.type, "c_literal", variable.data)
+        return f"({value})" if value else None
+
+    # --- blocks --------------------------------------------------------------
+
+    def sync_outputs(self, variable: Variable) -> str:
+        name = self.names[id(variable)]
+        return "".join(
+            f"__outputs[{slot}] = py_{name}; Py_INCREF(py_{name});\n"
+            for slot in self.output_slots.get(id(variable), [])
+        )
+
+    def add_input(self, position: int, variable: Variable) -> None:
+        name, block = self.names[id(variable)], position + 1
+        sub = self.type_sub(name, block, fail_run(block))
+        check = self.check_for_variable(variable)
+        declare = self.type_code(variable, "c_declare", sub, check_input=check)
+        extract = self.type_code(variable, "c_extract", sub, check_input=check)
+        cleanup = self.type_code(variable, "c_cleanup", sub)
+        sync = self.sync_outputs(variable)
+        self.run_blocks.append(
+            (
+                block,
+                (f"PyObject* py_{name};\n" + declare[0], declare[1]),
+                (
+                    f"py_{name} = __inputs[{position}];\nPy_INCREF(py_{name});\n" + extract[0],
+                    extract[1],
+                ),
+                (
+                    (f"if (!__failure) {{\n{sync}}}\n" if sync else "")
+                    + cleanup[0]
+                    + f"Py_XDECREF(py_{name});\n",
+                    cleanup[1],
+                ),
+            )
+        )
+
+    def add_output(self, variable: Variable) -> None:
+        name, block = self.names[id(variable)], self.new_id()
+        self.block_names[block] = f"output {self.describe(variable)}"
+        sub = self.type_sub(name, block, fail_run(block))
+        check = self.check_for_variable(variable)
+        declare = self.type_code(variable, "c_declare", sub, check_input=check)
+        init = self.type_code(variable, "c_init", sub)
+        sync = self.type_code(variable, "c_sync", sub)
+        cleanup = self.type_code(variable, "c_cleanup", sub)
+        self.run_blocks.append(
+            (
+                block,
+                (f"PyObject* py_{name};\n" + declare[0], declare[1]),
+                (f"py_{name} = Py_None;\nPy_INCREF(py_{name});\n" + init[0], init[1]),
+                (
+                    f"if (!__failure) {{\n{sync[0]}\n{self.sync_outputs(variable)}}}\n{cleanup[0]}"
+                    f"Py_XDECREF(py_{name});\n",
+                    sync[1] if sync[0] else cleanup[1],
+                ),
+            )
+        )
+
+    def add_struct_variable(self, variable: Variable) -> None:
+        """A constant (extracted once, from the orphans) or an intermediate
+        result (storage kept between calls)."""
+        name, block = self.names[id(variable)], self.new_id()
+        sub = self.type_sub(name, block, fail_init(block))
+        check = self.check_for_variable(variable)
+        declare = self.type_code(variable, "c_declare", sub, check_input=check)
+        if isinstance(variable, Constant):
+            self.orphans.append(variable.data)
+            setup = f"py_{name} = __orphans[{len(self.orphans) - 1}];\nPy_INCREF(py_{name});\n"
+            body = self.type_code(variable, "c_extract", sub, check_input=check)
+        else:
+            setup = f"py_{name} = Py_None;\nPy_INCREF(py_{name});\n"
+            body = self.type_code(variable, "c_init", sub)
+        cleanup = self.type_code(variable, "c_cleanup", sub)
+        self.struct_blocks.append(
+            (
+                block,
+                (f"PyObject* py_{name};\n" + declare[0], declare[1]),
+                (setup + body[0], body[1]),
+                (cleanup[0] + f"Py_XDECREF(py_{name});\n", cleanup[1]),
+            )
+        )
+        if isinstance(variable, Constant) and id(variable) in self.output_slots:
+            self.run_blocks.append(
+                (self.new_id(), ("", -1), (self.sync_outputs(variable), -1), ("", -1))
+            )
+
+    def add_node(self, index: int, node: Apply) -> None:
+        op, name = node.op, f"node_{index}"
+        what = f"node {index} ({op})"
+        inputs = [self.literal(v) or self.names[id(v)] for v in node.inputs]
+        outputs = [self.names[id(v)] for v in node.outputs]
+        block = self.new_id()
+        self.block_names[block] = what
+        sub = {"fail": fail_run(block), "id": str(block), "failure_var": "__failure"}
+        try:
+            code = op.c_code(node, name, inputs, outputs, sub)
+        except (NotImplementedError, MethodNotDefined) as error:
+            raise MissingCCode(
+                f"{what} has no C implementation ({error}); run the graph with "
+                f"mode='py', or give {type(op).__name__} a c_code method"
+            ) from error
+        cleanup = call_hook(op, "c_code_cleanup", node, name, inputs, outputs, sub, default="")
+        self.run_blocks.append(
+            (
+                block,
+                ("", _NO_ORIGIN),
+                self.fragment(code, f"{what} c_code"),
+                self.fragment(cleanup, f"{what} c_code_cleanup"),
+            )
+        )
+        struct_id = self.new_id()
+        struct_sub = {"fail": fail_init(struct_id), "id": str(struct_id)}
+        members = call_hook(op, "c_support_code_struct", node, name, default="")
+        init = call_hook(op, "c_init_code_struct", node, name, struct_sub, default="")
+        release = call_hook(op, "c_cleanup_code_struct", node, name, default="")
+        if members or init or release:
+            self.struct_blocks.append(
+                (
+                    struct_id,
+                    self.fragment(members, f"{what} c_support_code_struct"),
+                    self.fragment(init, f"{what} c_init_code_struct"),
+                    self.fragment(release, f"{what} c_cleanup_code_struct"),
+                )
+            )
+
+    # --- module-level code ---------------------------------------------------
+
+    def objects(self) -> list[Any]:
+        seen: dict[int, Any] = {}
+        for variable in self.ordered_variables():
+            seen.setdefault(id(variable.type), variable.type)
+        for node in self.nodes:
+            seen.setdefault(id(node.op), node.op)
+        return list(seen.values())
+
+    def ordered_variables(self) -> list[Variable]:
+        by_id: dict[int, Variable] = {}
+        for variable in self.fgraph.variables:
+            by_id[id(variable)] = variable
+        for variable in self.fgraph.inputs:
+            by_id[id(variable)] = variable
+        return sorted(by_id.values(), key=lambda v: int(self.names[id(v)][1:]))
+
+    def module_code(self, objects: list[Any]) -> dict[str, Any]:
+        kw = {"c_compiler": self.compiler}
+        headers: list[str] = []
+        support: list[tuple[str, int]] = []
+        init: list[tuple[str, int]] = []
+        for obj in objects:
+            label = type(obj).__name__
+            headers.extend(call_hook(obj, "c_headers", default=[], **kw) or [])
+            for text in as_code_list(
+                call_hook(obj, "c_support_code", **kw), f"{label}.c_support_code"
+            ):
+                support.append(self.fragment(text, f"{label} c_support_code"))
+            for text in as_code_list(call_hook(obj, "c_init_code", **kw), f"{label}.c_init_code"):
+                init.append(self.fragment(text, f"{label} c_init_code"))
+        init_apply: list[tuple[str, int]] = []
+        for index, node in enumerate(self.nodes):
+            what, name = f"node {index} ({node.op})", f"node_{index}"
+            text = call_hook(node.op, "c_support_code_apply", node, name, default="")
+            support.append(self.fragment(text, f"{what} c_support_code_apply"))
+            text = call_hook(node.op, "c_init_code_apply", node, name, default="")
+            init_apply.append(self.fragment(text, f"{what} c_init_code_apply"))
+        return {
+            "headers": [str(h) for h in headers],
+            "support_code": support,
+            "init_code": init,
+            "init_code_apply": init_apply,
+        }
+
+    def check_c_support(self) -> None:
+        for variable in self.ordered_variables():
+            if self.literal(variable) is None and not all(
+                has_hook(variable.type, hook) for hook in _TYPE_HOOKS
+            ):
+                raise MissingCCode(
+                    f"type {variable.type} of {variable} has no C implementation "
+                    "(it needs c_declare, c_init, c_extract and c_sync); run the graph "
+                    "with mode='py'"
+                )
+        for index, node in enumerate(self.nodes):
+            if get_hook(node.op, "c_code") is None:
+                raise MissingCCode(
+                    f"node {index} ({node.op}) has no C implementation: "
+                    f"{type(node.op).__name__} defines no c_code; run the graph with mode='py'"
+                )
+
+    def build(self) -> GraphSpec:
+        self.name_variables()
+        self.check_c_support()
+        for position, variable in enumerate(self.fgraph.inputs):
+            self.add_input(position, variable)
+        inputs = {id(v) for v in self.fgraph.inputs}
+        for node in self.nodes:
+            for variable in node.outputs:
+                if id(variable) in self.output_slots:
+                    self.add_output(variable)
+        for variable in self.ordered_variables():
+            if id(variable) in inputs or (variable.owner and id(variable) in self.output_slots):
+                continue
+            if self.literal(variable) is None:
+                self.add_struct_variable(variable)
+        for index, node in enumerate(self.nodes):
+            self.add_node(index, node)
+        objects = self.objects()
+        spec = self.module_code(objects)
+        spec.update(
+            origins=self.origins,
+            struct_blocks=self.struct_blocks,
+            run_blocks=self.run_blocks,
+            n_inputs=len(self.fgraph.inputs),
+            n_outputs=len(self.fgraph.outputs),
+            n_orphans=len(self.orphans),
+        )
+        return GraphSpec(
+            spec, self.orphans, [o[0] for o in self.origins], objects, self.block_names
+        )
+
+
+def build_spec(fgraph: FunctionGraph, compiler: Any = None) -> GraphSpec:
+    """The module spec of ``fgraph``. Raises :class:`MissingCCode` if an op or
+    type has no C code."""
+    return _Builder(fgraph, compiler).build()
