@@ -1,0 +1,1 @@
+"""The seed tutorials' examples, run on opweave (see README.md here)."""
