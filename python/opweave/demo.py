@@ -1,8 +1,10 @@
 """The demo behind ``python -m opweave demo``.
 
-It compiles a small extension module through the module cache, calls it,
-then starts a fresh Python process that finds the same module in the cache
-and calls it too. The functions here return data; the command line prints.
+It builds the seed tutorials' examples (``opweave.examples``) as compiled
+functions, runs them and checks their results against NumPy or plain
+Python, then starts a fresh Python process that builds the same functions
+again, this time from the module cache. The functions here return data; the
+command line prints.
 """
 
 from __future__ import annotations
@@ -11,118 +13,125 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from opweave.configparser import config
 
-__all__ = ["DEMO_MODULE_NAME", "DEMO_SOURCE", "DemoRun", "run_demo", "run_in_this_process"]
-
-DEMO_MODULE_NAME = "opweave_demo"
-
-# A minimal extension: dot(x, y) over two sequences of floats, called with
-# vectorcall (METH_FASTCALL).
-DEMO_SOURCE = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-static PyObject* demo_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "dot() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject* x = PySequence_Fast(args[0], "dot(): x must be a sequence");
-    if (!x) {
-        return NULL;
-    }
-    PyObject* y = PySequence_Fast(args[1], "dot(): y must be a sequence");
-    if (!y) {
-        Py_DECREF(x);
-        return NULL;
-    }
-    double total = 0.0;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
-    if (n != PySequence_Fast_GET_SIZE(y)) {
-        PyErr_SetString(PyExc_ValueError, "dot(): x and y differ in length");
-        n = -1;
-    }
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        const double a = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(x, i));
-        const double b = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(y, i));
-        if (PyErr_Occurred()) {
-            break;
-        }
-        total += a * b;
-    }
-    Py_DECREF(x);
-    Py_DECREF(y);
-    return PyErr_Occurred() ? NULL : PyFloat_FromDouble(total);
-}
-
-static PyMethodDef demo_methods[] = {
-    {"dot", (PyCFunction)(void (*)(void))demo_dot, METH_FASTCALL, "dot(x, y): sum of x[i]*y[i]."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyModuleDef_Slot demo_slots[] = {{0, NULL}};
-
-static struct PyModuleDef demo_module = {
-    PyModuleDef_HEAD_INIT, "opweave_demo", "opweave's demo module.", 0,
-    demo_methods, demo_slots, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit_opweave_demo(void) { return PyModuleDef_Init(&demo_module); }
-"""
+__all__ = ["ExampleRun", "run_demo", "run_examples", "run_in_fresh_process"]
 
 
 @dataclass(frozen=True)
-class DemoRun:
-    """What one process saw: the cache outcome, seconds to get the module
-    (compile or lookup plus import), and the module's answer."""
+class ExampleRun:
+    """One example in one process: how its module was obtained ("built",
+    "hit" or "built_by_other"), the seconds ``opweave.function`` took, the
+    result shown, and whether it matched the expected values."""
 
+    name: str
     outcome: str
     seconds: float
-    result: float
-    library: str
+    shown: str
+    ok: bool
 
 
-def run_in_this_process() -> DemoRun:
-    """Gets the demo module through the cache at ``config.compiledir`` and calls it."""
-    from opweave.link.c.cmodule import compile_extension
-
+def _timed(build: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
-    compiled = compile_extension(DEMO_SOURCE, DEMO_MODULE_NAME)
-    seconds = time.perf_counter() - start
-    result = compiled.module.dot([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
-    return DemoRun(compiled.outcome, seconds, result, str(compiled.library))
+    built = build()
+    return built, time.perf_counter() - start
 
 
-def run_in_fresh_process(cache_dir: str) -> tuple[DemoRun, float]:
-    """Runs the demo in a new Python process using the cache at ``cache_dir``.
-    Returns its DemoRun and the seconds it spent importing opweave."""
+def _vector_times_scalar() -> tuple[Any, str, bool]:
+    import numpy as np
+
+    import opweave
+    from opweave.examples.vector_times_scalar import VectorTimesScalar
+
+    x, y = opweave.tensor.dvector("x"), opweave.tensor.dscalar("y")
+    f, seconds = _timed(lambda: opweave.function([x, y], VectorTimesScalar()(x, y)))
+    values = np.array([1.0, 2.0, 3.0])
+    result = f(values, 2.5)
+    return (f, seconds), f"f([1,2,3], 2.5) = {result}", bool(np.array_equal(result, values * 2.5))
+
+
+def _vector_times_vector() -> tuple[Any, str, bool]:
+    import numpy as np
+
+    import opweave
+    from opweave.examples.vector_times_vector import VectorTimesVector
+
+    op = VectorTimesVector()
+    i, f32 = opweave.tensor.ivector("i"), opweave.tensor.fvector("f")
+    x, y = opweave.tensor.dvector("x"), opweave.tensor.dvector("y")
+    outputs = [op(i, f32), op(op(x, y), x)]
+    f, seconds = _timed(lambda: opweave.function([i, f32, x, y], outputs))
+    ints, floats = np.arange(1, 4, dtype="int32"), np.full(3, 0.5, dtype="float32")
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])
+    first, second = f(ints, floats, a, b)
+    ok = np.array_equal(first, ints * floats) and np.array_equal(second, a * b * a)
+    return (f, seconds), f"int32*float32 = {first}, (x*y)*x = {second}", bool(ok)
+
+
+def _double_ops() -> tuple[Any, str, bool]:
+    import opweave
+    from opweave.examples.double_ops import add, double, mul
+
+    x, y, z = double("x"), double("y"), double("z")
+    f, seconds = _timed(lambda: opweave.function([x, y, z], mul(add(x, y), z)))
+    result = f(1.0, 2.0, 3.0)
+    return (f, seconds), f"mul(add(x, y), z)(1, 2, 3) = {result}", result == 9.0
+
+
+_EXAMPLES: dict[str, Callable[[], tuple[Any, str, bool]]] = {
+    "VectorTimesScalar": _vector_times_scalar,
+    "VectorTimesVector (2 dtypes, chained)": _vector_times_vector,
+    "double: BinaryDoubleOp": _double_ops,
+}
+
+
+def run_examples() -> list[ExampleRun]:
+    """Builds and runs every example through the cache at ``config.compiledir``."""
+    runs = []
+    for name, example in _EXAMPLES.items():
+        (function, seconds), shown, ok = example()
+        runs.append(ExampleRun(name, function.cache_outcome, seconds, shown, ok))
+    return runs
+
+
+def run_in_fresh_process(cache_dir: str) -> tuple[list[ExampleRun], float]:
+    """Runs the examples in a new Python process using the cache at
+    ``cache_dir``. Returns its runs and the seconds it spent importing opweave
+    (with NumPy and the graph layer)."""
     code = (
         "import json, time\n"
         "t0 = time.perf_counter()\n"
-        "import opweave\n"
+        "import opweave, opweave.tensor, opweave.compile\n"
         "t1 = time.perf_counter()\n"
         f"opweave.config.compiledir = {cache_dir!r}\n"
-        "from opweave.demo import run_in_this_process\n"
-        "run = run_in_this_process()\n"
-        "print(json.dumps(dict(run.__dict__, import_seconds=t1 - t0)))\n"
+        "from dataclasses import asdict\n"
+        "from opweave.demo import run_examples\n"
+        "runs = [asdict(run) for run in run_examples()]\n"
+        "print(json.dumps(dict(runs=runs, import_seconds=t1 - t0)))\n"
     )
     completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=600
     )
     if completed.returncode != 0:
         raise RuntimeError(f"demo child process failed:\n{completed.stderr}")
     data = json.loads(completed.stdout.strip().splitlines()[-1])
-    import_seconds = data.pop("import_seconds")
-    return DemoRun(**data), import_seconds
+    return [ExampleRun(**run) for run in data["runs"]], data["import_seconds"]
 
 
-def run_demo(cache_dir: str) -> tuple[DemoRun, DemoRun, float]:
-    """The whole demo: this process (a compile on a cold cache), then a fresh
-    process (a cache hit). Returns both runs and the child's import time."""
+def run_demo(cache_dir: str) -> tuple[list[ExampleRun], list[ExampleRun], float]:
+    """The whole demo: this process (compiles on a cold cache), then a fresh
+    process (cache hits). Returns both lists of runs and the child's import
+    time."""
     with config.change_flags(compiledir=cache_dir):
-        first = run_in_this_process()
+        first = run_examples()
     second, import_seconds = run_in_fresh_process(cache_dir)
     return first, second, import_seconds
+
+
+def as_dicts(runs: list[ExampleRun]) -> list[dict[str, Any]]:
+    """The runs as plain dicts (for JSON)."""
+    return [asdict(run) for run in runs]

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON_INCLUDE = re.compile(r'#\s*include\s*[<"](Python\.h|pybind11/)')
+PYTHON_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](Python\.h|pybind11/)', re.MULTILINE)
 
 
 def test_core_does_not_include_python_or_pybind11() -> None:

@@ -151,7 +151,7 @@ class CLinker:
                 and getattr(method, "__module__", "") != "opweave.link.c.interface"
             ):
                 versions.append(f"{type(obj).__qualname__}={obj.c_code_cache_version()!r}")
-        return ";".join([cmodule.python_abi_key(), _numpy_abi(), *versions])
+        return ";".join([cmodule.python_abi_key(), _numpy_abi(), *dict.fromkeys(versions)])
 
     # --- building ------------------------------------------------------------
 

@@ -1,0 +1,244 @@
+"""The whole-graph C linker: errors, recompiles, configuration, compiler
+choice, hooks in every style, struct state and constants."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from opweave.examples.double_ops import double
+from opweave.examples.vector_times_vector import VectorTimesVector
+
+import opweave
+from opweave.compile.function import function
+from opweave.errors import CompileError, OpweaveError
+from opweave.graph.basic import Apply
+from opweave.graph.op import Op
+from opweave.link.c.basic import CLinker, MissingCCode
+from opweave.link.c.cmodule import get_module_cache
+from opweave.link.c.op import COp
+from opweave.tensor import constant, dvector
+
+
+class Scale(COp):
+    """z = x * factor, with `factor` baked into the C code."""
+
+    __props__ = ()
+    factor = 2.0
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def c_code(self, node, name, inp, out, sub):
+        (x,), (z,) = inp, out
+        return f"""
+        Py_XDECREF({z});
+        {z} = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS({x}), NPY_FLOAT64, 0);
+        if (!{z}) {sub["fail"]}
+        for (npy_intp i = 0; i < PyArray_DIMS({x})[0]; ++i)
+            ((double*)PyArray_DATA({z}))[i] = *(double*)PyArray_GETPTR1({x}, i) * {self.factor!r};
+        """
+
+
+def scale_function(**kwargs):
+    x = dvector("x")
+    return function([x], Scale()(x), **kwargs)
+
+
+def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_mode() -> None:
+    class PyOnly(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = inputs[0] + 1
+
+    x = dvector("x")
+    with pytest.raises(MissingCCode, match=r"node 0 \(PyOnly\).*no C implementation"):
+        function([x], PyOnly()(x))
+    np.testing.assert_array_equal(function([x], PyOnly()(x), mode="py")(np.ones(2)), [2.0, 2.0])
+
+
+def test_editing_c_code_recompiles_without_a_version_bump(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = scale_function()
+    assert first.cache_outcome == "built"
+    np.testing.assert_array_equal(first(np.ones(2)), [2.0, 2.0])
+    assert scale_function().cache_outcome == "hit"
+    monkeypatch.setattr(Scale, "factor", 5.0)
+    edited = scale_function()
+    assert edited.cache_outcome == "built"
+    np.testing.assert_array_equal(edited(np.ones(2)), [5.0, 5.0])
+    np.testing.assert_array_equal(first(np.ones(2)), [2.0, 2.0])
+
+
+def test_compile_error_names_the_node_hook_and_line() -> None:
+    class Broken(Scale):
+        def c_code(self, node, name, inp, out, sub):
+            return "int fine = 1;\nthis is not C;\n"
+
+    x = dvector("x")
+    with pytest.raises(CompileError) as caught:
+        function([x], Broken()(x))
+    text = str(caught.value)
+    assert "in node 0 (Broken) c_code, line 2 of its code" in text
+    assert Path(caught.value.source).is_file()
+
+
+def test_runtime_error_keeps_its_type_and_names_the_node() -> None:
+    class Checked(Scale):
+        def c_code(self, node, name, inp, out, sub):
+            (x,) = inp
+            return (
+                f"if (PyArray_DIMS({x})[0] == 0) {{ PyErr_SetString(PyExc_ZeroDivisionError, "
+                f'"empty"); {sub["fail"]} }}\n' + super().c_code(node, name, inp, out, sub)
+            )
+
+    x = dvector("x")
+    f = function([x], Checked()(x))
+    with pytest.raises(ZeroDivisionError, match="empty") as caught:
+        f(np.ones(0))
+    assert "node 0 (Checked)" in " ".join(getattr(caught.value, "__notes__", []))
+    np.testing.assert_array_equal(f(np.ones(1)), [2.0])
+
+
+def test_gcc_cxxflags_and_remove_gxx_opt_reach_the_compiler() -> None:
+    class UsesMacro(Scale):
+        def c_code(self, node, name, inp, out, sub):
+            return super().c_code(node, name, inp, out, sub).replace("2.0", "OPW_FACTOR")
+
+    x = dvector("x")
+    with opweave.config.change_flags(
+        gcc__cxxflags="-DOPW_FACTOR=7.0", cmodule__remove_gxx_opt=True
+    ):
+        f = function([x], UsesMacro()(x))
+    np.testing.assert_array_equal(f(np.ones(1)), [7.0])
+    [entry] = [e for e in get_module_cache().list() if "OPW_FACTOR" in e["command"]]
+    assert " -O0 " in entry["command"] and " -g " in entry["command"]
+    assert " -O3 " not in entry["command"]
+
+
+def test_c_no_compile_args_removes_a_default_flag() -> None:
+    class NoMathErrno(Scale):
+        def c_no_compile_args(self, **kwargs):
+            return ["-fno-math-errno"]
+
+    x = dvector("x")
+    f = function([x], NoMathErrno()(x))
+    np.testing.assert_array_equal(f(np.ones(1)), [2.0])
+    commands = [e["command"] for e in get_module_cache().list()]
+    assert len(commands) == 1 and "-fno-math-errno" not in commands[0]
+
+
+def test_check_input_false_drops_the_dtype_typedef_and_checks() -> None:
+    class Unchecked(Scale):
+        check_input = False
+
+    x = dvector("x")
+    text = CLinker().accept(opweave.graph.FunctionGraph([x], [Unchecked()(x)])).get_src_code()
+    assert "typedef npy_float64 dtype_V1" not in text
+    checked = CLinker().accept(opweave.graph.FunctionGraph([x], [Scale()(x)])).get_src_code()
+    assert "typedef npy_float64 dtype_V1" in checked
+
+
+def test_c_compiler_is_honoured() -> None:
+    gxx = shutil.which("g++")
+    assert gxx is not None
+
+    class WithCompiler(Scale):
+        def c_compiler(self):
+            return gxx
+
+    x = dvector("x")
+    f = function([x], WithCompiler()(x))
+    np.testing.assert_array_equal(f(np.ones(1)), [2.0])
+    assert get_module_cache().list()[0]["command"].startswith(gxx)
+
+    class Missing(Scale):
+        def c_compiler(self):
+            return "/nonexistent/opweave-cxx"
+
+    with pytest.raises(OpweaveError, match="opweave-cxx"):
+        function([x], Missing()(x))
+
+
+def test_theano_style_hooks_without_keywords() -> None:
+    class OldStyle(Scale):
+        def c_support_code(self):
+            return "static double opw_twice(double v) { return 2 * v; }"
+
+        def c_headers(self):
+            return ["<math.h>"]
+
+        def c_compile_args(self):
+            return ["-DOPW_OLD_STYLE=1"]
+
+        def c_code(self, node, name, inp, out, sub):
+            return (
+                super()
+                .c_code(node, name, inp, out, sub)
+                .replace("* 2.0", "* opw_twice(OPW_OLD_STYLE)")
+            )
+
+    x = dvector("x")
+    np.testing.assert_array_equal(function([x], OldStyle()(x))(np.ones(1)), [2.0])
+
+
+def test_struct_state_persists_across_calls_and_is_released_with_the_function() -> None:
+    class Counter(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [double()])
+
+        def c_support_code_struct(self, node, name):
+            return f"double count_{name};"
+
+        def c_init_code_struct(self, node, name, sub):
+            return f"count_{name} = 0;"
+
+        def c_cleanup_code_struct(self, node, name):
+            return (
+                'PyObject* log = PySys_GetObject("opweave_test_log");\n'
+                f"if (log) {{ PyObject* v = PyFloat_FromDouble(count_{name}); "
+                "if (v) { PyList_Append(log, v); Py_DECREF(v); } }"
+            )
+
+        def c_code(self, node, name, inp, out, sub):
+            return f"count_{name} += {inp[0]}; {out[0]} = count_{name};"
+
+    sys.opweave_test_log = []  # type: ignore[attr-defined]
+    x = double("x")
+    f = function([x], Counter()(x))
+    assert [f(1.0), f(2.0), f(3.5)] == [1.0, 3.0, 6.5]
+    other = function([x], Counter()(x))
+    assert other(1.0) == 1.0  # its own struct
+    del f
+    assert sys.opweave_test_log == [6.5]  # type: ignore[attr-defined]
+    del other
+    assert sys.opweave_test_log == [6.5, 1.0]  # type: ignore[attr-defined]
+    del sys.opweave_test_log  # type: ignore[attr-defined]
+
+
+def test_failing_struct_init_raises_from_function() -> None:
+    class BadInit(Scale):
+        def c_init_code_struct(self, node, name, sub):
+            return f'PyErr_SetString(PyExc_MemoryError, "no room"); {sub["fail"]}'
+
+    x = dvector("x")
+    with pytest.raises(MemoryError, match="no room"):
+        function([x], BadInit()(x))
+
+
+def test_tensor_constants_are_extracted_at_creation_and_share_the_module() -> None:
+    x = dvector("x")
+    op = VectorTimesVector()
+    f = function([x], op(x, constant(np.array([1.0, 2.0, 3.0]))))
+    np.testing.assert_array_equal(f(np.ones(3)), [1.0, 2.0, 3.0])
+    g = function([x], op(x, constant(np.array([4.0, 5.0, 6.0]))))
+    assert (f.cache_outcome, g.cache_outcome) == ("built", "hit")
+    np.testing.assert_array_equal(g(np.ones(3)), [4.0, 5.0, 6.0])
