@@ -28,9 +28,14 @@ def run_cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProces
 def test_demo_compiles_then_hits_from_a_fresh_process() -> None:
     result = run_cli("demo")
     assert result.returncode == 0, result.stderr
-    this_process, fresh_process = result.stdout.splitlines()[1:3]
-    assert "built" in this_process and "= 32.0" in this_process
-    assert "hit" in fresh_process and "= 32.0" in fresh_process
+    lines = result.stdout.splitlines()
+    fresh = lines.index(next(line for line in lines if line.startswith("a fresh process")))
+    this_process, fresh_process = lines[1:fresh], lines[fresh + 1 :]
+    example_lines = [line for line in this_process if line.endswith(" ok")]
+    assert len(example_lines) == 3 and all(" built " in line for line in example_lines)
+    hits = [line for line in fresh_process if line.endswith(" ok")]
+    assert len(hits) == 3 and all(" hit " in line for line in hits)
+    assert "mul(add(x, y), z)(1, 2, 3) = 9.0" in result.stdout
 
 
 def test_cmakedir_holds_the_package_config() -> None:
