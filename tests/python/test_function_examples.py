@@ -207,3 +207,20 @@ def test_theano_style_plain_op_with_c_code_attribute() -> None:
     x, y = double("x"), double("y")
     f = opweave.function([x, y], mul_op(x, y))
     assert f(3.0, 4.0) == 12.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_outputs_that_are_inputs_constants_or_repeated_are_copies(mode: str) -> None:
+    x, y = dvector("x"), dvector("y")
+    product = VectorTimesVector()(x, y)
+    const = opweave.tensor.constant(np.array([7.0, 8.0]))
+    f = opweave.function([x, y], [x, product, product, const], mode=mode)
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    same_x, first, second, c = f(a, b)
+    np.testing.assert_array_equal(same_x, a)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(c, [7.0, 8.0])
+    assert not np.shares_memory(same_x, a)
+    assert not np.shares_memory(first, second)
+    c[:] = 0
+    np.testing.assert_array_equal(f(a, b)[3], [7.0, 8.0])

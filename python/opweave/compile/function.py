@@ -189,6 +189,8 @@ def function(
     bound = _Inputs(fgraph, name, allow_input_downcast)
     if chosen.linker == "py":
         fn = _core.Function(impl=_PerformRunner(fgraph, bound, single), unpack_single=single)
+    elif _aliased_outputs(fgraph):
+        fn = _copying_function(fgraph, bound, single, trust_input)
     else:
         fn = _compiled_function(fgraph, bound, single)
     fn.trust_input = trust_input
@@ -197,6 +199,38 @@ def function(
     fn.inputs = fgraph.inputs
     fn.outputs = fgraph.outputs
     fn.mode = chosen
+    return fn
+
+
+def _aliased_outputs(fgraph: FunctionGraph) -> list[int]:
+    """Positions of outputs that would alias an input, a constant or an
+    earlier output."""
+    sources = {id(v) for v in fgraph.inputs}
+    positions, seen = [], set()
+    for position, variable in enumerate(fgraph.outputs):
+        if id(variable) in sources or isinstance(variable, Constant) or id(variable) in seen:
+            positions.append(position)
+        seen.add(id(variable))
+    return positions
+
+
+def _copying_function(
+    fgraph: FunctionGraph, bound: _Inputs, single: bool, trust_input: bool
+) -> Any:
+    """A compiled function whose aliasing outputs are returned as copies, so
+    no output shares memory with an input, a constant or another output."""
+    inner = _compiled_function(fgraph, bound, single=False)
+    inner.trust_input = trust_input
+    positions = _aliased_outputs(fgraph)
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        results = inner(*args, **kwargs)
+        for position in positions:
+            results[position] = copy.deepcopy(results[position])
+        return results[0] if single else results
+
+    fn = _core.Function(impl=run, unpack_single=single)
+    fn.source, fn.library, fn.cache_outcome = inner.source, inner.library, inner.cache_outcome
     return fn
 
 
