@@ -1,11 +1,12 @@
-// opweave._core: the compiler driver and build_module. Compiling releases
-// the GIL.
+// opweave._core: the compiler driver, build_module and precompiled preludes.
+// Compiling releases the GIL.
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
 #include "bindings/bindings.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_builder.hpp"
+#include "opweave/precompiled_header.hpp"
 
 namespace py = pybind11;
 
@@ -28,11 +29,25 @@ void init_job(py::module_& m) {
         .def_readwrite("source", &CompileJob::source)
         .def_readwrite("output", &CompileJob::output)
         .def_readwrite("flags", &CompileJob::flags)
+        .def_readwrite("unkeyed_flags", &CompileJob::unkeyed_flags,
+                       "Flags for the compile step that no cache key covers (a prelude).")
         .def_readwrite("include_dirs", &CompileJob::include_dirs)
         .def_readwrite("lib_dirs", &CompileJob::lib_dirs)
         .def_readwrite("libraries", &CompileJob::libraries)
         .def_readwrite("opt_level", &CompileJob::opt_level)
         .def_readwrite("debug_info", &CompileJob::debug_info);
+}
+
+py::dict result_to_dict(const CompileResult& result) {
+    py::dict out;
+    py::list commands;
+    for (const auto& command : result.commands) {
+        commands.append(text_list(command));
+    }
+    out["commands"] = commands;
+    out["diagnostics"] = text(result.diagnostics);
+    out["seconds"] = result.seconds;
+    return out;
 }
 
 void init_system_compiler(py::module_& m) {
@@ -69,24 +84,72 @@ void init_system_compiler(py::module_& m) {
             "The compiler identity as stable text, for cache keys.")
         .def("command_lines", &SystemCompiler::command_lines, py::arg("job"),
              "The command line(s) compile() would run.")
+        .def("header_command_line", &SystemCompiler::header_command_line, py::arg("job"),
+             "The command line compile_header() would run.")
         .def(
             "compile",
             [](const SystemCompiler& compiler, const CompileJob& job) {
-                CompileResult result = [&] {
+                const CompileResult result = [&] {
                     py::gil_scoped_release release;
                     return compiler.compile(job);
                 }();
-                py::dict out;
-                py::list commands;
-                for (const auto& command : result.commands) {
-                    commands.append(text_list(command));
-                }
-                out["commands"] = commands;
-                out["diagnostics"] = text(result.diagnostics);
-                out["seconds"] = result.seconds;
-                return out;
+                return result_to_dict(result);
             },
-            py::arg("job"), "Compiles; raises CompileError on failure.");
+            py::arg("job"), "Compiles; raises CompileError on failure.")
+        .def(
+            "compile_header",
+            [](const SystemCompiler& compiler, const CompileJob& job) {
+                const CompileResult result = [&] {
+                    py::gil_scoped_release release;
+                    return compiler.compile_header(job);
+                }();
+                return result_to_dict(result);
+            },
+            py::arg("job"),
+            "Compiles the header job.source into the precompiled header job.output;\n"
+            "raises CompileError on failure.");
+}
+
+// The job is taken by value: it is copied while the GIL is held, so another
+// thread may change the caller's job while the prelude builds.
+void init_prelude(py::module_& m) {
+    m.def("supports_prelude", &supports_prelude, py::arg("compiler"),
+          "Whether modules compiled by `compiler` can use a precompiled prelude\n"
+          "(GCC without a launcher).");
+    m.def("prelude_key", &prelude_key, py::arg("compiler"), py::arg("job"),
+          py::arg("header_text"), py::arg("extra") = "",
+          "The cache key of the prelude `header_text` for modules compiled with `job`.");
+    m.def("prelude_key_material", &prelude_key_material, py::arg("compiler"), py::arg("job"),
+          py::arg("header_text"), py::arg("extra") = "",
+          "The text the prelude key is hashed from.");
+    m.def("prelude_include_flags", &prelude_include_flags, py::arg("entry_dir"),
+          "The unkeyed flags that make a compile use the prelude in `entry_dir`.");
+    m.def(
+        "find_prelude",
+        [](ModuleCache& cache, const std::string& key) {
+            py::gil_scoped_release release;
+            return find_prelude(cache, key);
+        },
+        py::arg("cache"), py::arg("key"),
+        "The prelude entry's directory if it is published and whole, else None\n"
+        "(a damaged entry is removed). Takes no lock.");
+    m.def(
+        "build_prelude",
+        [](ModuleCache& cache, const Compiler& compiler, CompileJob job,
+           const std::string& header_text, const std::string& extra) {
+            const CacheResult result = [&] {
+                py::gil_scoped_release release;
+                return build_prelude(cache, compiler, job, header_text, extra);
+            }();
+            py::dict out;
+            out["dir"] = result.dir;
+            out["outcome"] = outcome_name(result.outcome);
+            return out;
+        },
+        py::arg("cache"), py::arg("compiler"), py::arg("job"), py::arg("header_text"),
+        py::arg("extra") = "",
+        "Returns dict(dir, outcome) of the prelude entry, building it on a miss.\n"
+        "Raises CompileError if the header does not compile.");
 }
 
 }  // namespace
@@ -94,6 +157,7 @@ void init_system_compiler(py::module_& m) {
 void init_compiler(py::module_& m) {
     init_job(m);
     init_system_compiler(m);
+    init_prelude(m);
 
     m.def("module_key", &module_key, py::arg("source"), py::arg("compiler"), py::arg("job"),
           py::arg("extra") = "",

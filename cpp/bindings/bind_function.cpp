@@ -286,9 +286,16 @@ PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
             return NULL;
         }
         self->impl = Py_NewRef(impl);
-    } else if (attach_graph(self, module, orphans != NULL ? orphans : PyTuple_New(0)) < 0) {
-        Py_DECREF(self);
-        return NULL;
+    } else {
+        PyObject* none = orphans == NULL ? PyTuple_New(0) : NULL;
+        int status = orphans == NULL && none == NULL
+                         ? -1
+                         : attach_graph(self, module, orphans != NULL ? orphans : none);
+        Py_XDECREF(none);
+        if (status < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
     }
     return reinterpret_cast<PyObject*>(self);
 }

@@ -35,6 +35,28 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     return text;
 }
 
+// Compiles `staged`. Unkeyed flags may change how fast a module compiles,
+// never what it compiles to, so a compile that exits with an error while
+// using them is run again without them: a prelude that is damaged, or that a
+// concurrent `cache clear` removed after it was found, must not fail a build.
+// A genuine error in the source fails the second compile too, and that one is
+// reported. A timeout or a signal is not retried (it would only double the
+// wait).
+CompileResult compile_with_fallback(const Compiler& compiler, CompileJob staged) {
+    if (staged.unkeyed_flags.empty()) {
+        return compiler.compile(staged);
+    }
+    try {
+        return compiler.compile(staged);
+    } catch (const CompileError& error) {
+        if (error.exit_status() <= 0) {
+            throw;
+        }
+    }
+    staged.unkeyed_flags.clear();
+    return compiler.compile(staged);
+}
+
 std::string describe_list(std::string_view name, const std::vector<std::string>& items) {
     std::string text(name);
     text += ':';
@@ -89,7 +111,7 @@ BuiltModule build_module(ModuleCache& cache, std::string_view source, const Comp
         staged.output = staging / k_library_name;
         util::write_file_atomic(staged.source, source);
         try {
-            const CompileResult result = compiler.compile(staged);
+            const CompileResult result = compile_with_fallback(compiler, staged);
             std::string command;
             for (const auto& words : result.commands) {
                 command += (command.empty() ? "" : "\n") + join_command(words);

@@ -6,6 +6,10 @@
 // to an object file, then the compiler links it without the launcher, because
 // those tools do not cache a one-step `-shared` build and only get in the way
 // of a link.
+//
+// Unkeyed flags go to the compile step only, right after the job's flags. A
+// precompiled header is one command without the launcher: `-x c++-header`
+// then the header, with the compile step's flags and no link inputs.
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -57,6 +61,12 @@ void append_code_generation_flags(std::vector<std::string>& command, const Compi
 
 void append_flags(std::vector<std::string>& command, const CompileJob& job) {
     command.insert(command.end(), job.flags.begin(), job.flags.end());
+}
+
+// The flags of a compile step: the job's flags, then its unkeyed flags.
+void append_compile_flags(std::vector<std::string>& command, const CompileJob& job) {
+    append_flags(command, job);
+    command.insert(command.end(), job.unkeyed_flags.begin(), job.unkeyed_flags.end());
 }
 
 // Empty entries are dropped: a bare "-I" or "-L" would swallow the next word.
@@ -155,7 +165,7 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
     if (m_identity.launcher.empty()) {
         std::vector<std::string> command = {cxx, "-shared"};
         append_code_generation_flags(command, job);
-        append_flags(command, job);
+        append_compile_flags(command, job);
         append_prefixed(command, "-I", job.include_dirs);
         command.insert(command.end(), {"-o", job.output.string(), job.source.string()});
         append_link_inputs(command, job);
@@ -166,7 +176,7 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
     std::vector<std::string> compile = m_identity.launcher;
     compile.insert(compile.end(), {cxx, "-c"});
     append_code_generation_flags(compile, job);
-    append_flags(compile, job);
+    append_compile_flags(compile, job);
     append_prefixed(compile, "-I", job.include_dirs);
     compile.insert(compile.end(), {"-o", object, job.source.string()});
 
@@ -177,11 +187,32 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
     return {std::move(compile), std::move(link)};
 }
 
+std::vector<std::string> SystemCompiler::header_command_line(const CompileJob& job) const {
+    std::vector<std::string> command = {m_identity.path};
+    append_code_generation_flags(command, job);
+    append_compile_flags(command, job);
+    append_prefixed(command, "-I", job.include_dirs);
+    command.insert(command.end(),
+                   {"-o", job.output.string(), "-x", "c++-header", job.source.string()});
+    return command;
+}
+
 CompileResult SystemCompiler::compile(const CompileJob& job) const {
     const std::vector<std::vector<std::string>> commands = command_lines(job);
+    const ObjectFileCleanup cleanup(commands.size() == 2 ? std::filesystem::path(object_path(job))
+                                                         : std::filesystem::path());
+    return run_commands(commands, job);
+}
+
+CompileResult SystemCompiler::compile_header(const CompileJob& job) const {
+    return run_commands({header_command_line(job)}, job);
+}
+
+// Runs one command (compile and link, or a header) or two (with a launcher:
+// compile an object, then link), stopping at the first failure.
+CompileResult SystemCompiler::run_commands(const std::vector<std::vector<std::string>>& commands,
+                                           const CompileJob& job) const {
     const bool two_step = commands.size() == 2;
-    const ObjectFileCleanup cleanup(two_step ? std::filesystem::path(object_path(job))
-                                             : std::filesystem::path());
     const std::string compiler_name = std::filesystem::path(m_identity.path).filename().string();
 
     CompileResult result;

@@ -17,11 +17,17 @@ namespace opweave {
 enum class OptLevel { o0, o1, o2, o3 };
 enum class DebugInfo { no, yes };
 
-// What to compile: one source file into one shared library.
+// What to compile: one source file into one shared library (or, with
+// Compiler::compile_header, one header into a precompiled header).
 struct CompileJob {
     std::filesystem::path source;
     std::filesystem::path output;            // the shared library to produce
     std::vector<std::string> flags;          // extra flags, passed to compile and link
+    // Flags passed to the compile step (not the link) after `flags`, and left
+    // out of every cache key: only for flags that change how fast a module
+    // compiles, never what it compiles to, such as `-include` of a
+    // precompiled prelude (see precompiled_header.hpp).
+    std::vector<std::string> unkeyed_flags;
     std::vector<std::string> include_dirs;   // -I
     std::vector<std::string> lib_dirs;       // -L
     std::vector<std::string> libraries;      // -l, names without the "-l"
@@ -46,12 +52,17 @@ struct CompileResult {
     double seconds = 0.0;                            // wall time of all commands
 };
 
-// The compiler interface. compile() throws CompileError on failure.
+// The compiler interface. compile() and compile_header() throw CompileError
+// on failure.
 class Compiler {
 public:
     virtual ~Compiler() = default;
     virtual const CompilerIdentity& identity() const = 0;
     virtual CompileResult compile(const CompileJob& job) const = 0;
+    // Compiles the header `job.source` into the precompiled header
+    // `job.output`, with the language and code generation flags compile()
+    // would use for `job`; libraries and library dirs are not used.
+    virtual CompileResult compile_header(const CompileJob& job) const = 0;
 };
 
 struct CompilerOptions {
@@ -85,12 +96,24 @@ public:
     // launcher (compile to an object, then link).
     std::vector<std::vector<std::string>> command_lines(const CompileJob& job) const;
 
+    // The command line compile_header() runs for `job`: the compile step of
+    // command_lines() with `-x c++-header` before the source, no `-shared`,
+    // no link inputs and never the launcher (ccache does not cache a
+    // precompiled header without extra configuration).
+    std::vector<std::string> header_command_line(const CompileJob& job) const;
+
     // Runs the commands. Throws CompileError carrying the failing command, the
     // full diagnostics and the source path on a non-zero exit, a signal, a
     // timeout, or a failure to start the compiler.
     CompileResult compile(const CompileJob& job) const override;
 
+    // Runs header_command_line(job); fails like compile().
+    CompileResult compile_header(const CompileJob& job) const override;
+
 private:
+    CompileResult run_commands(const std::vector<std::vector<std::string>>& commands,
+                               const CompileJob& job) const;
+
     CompilerOptions m_options;
     CompilerIdentity m_identity;
 };

@@ -28,7 +28,9 @@ struct BuiltModule {
 
 // The text the key of `source` compiled by `compiler` with `job` is hashed
 // from, minus the source itself (shown by `opweave cache list`). `extra` is
-// caller-defined key material (for example the Python ABI).
+// caller-defined key material (for example the Python ABI). Neither the key
+// nor its material covers `job.unkeyed_flags`: a module compiled with or
+// without them is the same module.
 std::string module_key_material(const Compiler& compiler, const CompileJob& job,
                                 std::string_view extra);
 
@@ -38,7 +40,9 @@ std::string module_key(std::string_view source, const Compiler& compiler, const 
 
 // Returns the module for `source`, compiling it on a miss. `job` supplies
 // flags, directories, libraries and optimisation; its source and output
-// paths are ignored. On a compile failure the source is kept at
+// paths are ignored. A compile that fails (non-zero exit) while using
+// `job.unkeyed_flags` is run once more without them, and only that second
+// compile's failure is reported. On a compile failure the source is kept at
 // `<cache root>/v1/failed/<key>.cpp` and the CompileError names that path.
 BuiltModule build_module(ModuleCache& cache, std::string_view source, const Compiler& compiler,
                          const CompileJob& job, std::string_view extra);

@@ -481,6 +481,71 @@ OPWEAVE_TEST(command_lines_with_launcher_are_two_steps) {
     CHECK_EQ(join(lines.at(1)), join(expected_link));
 }
 
+OPWEAVE_TEST(unkeyed_flags_go_to_the_compile_step_only) {
+    TempDir dir;
+    const std::string cxx = write_fake_compiler(dir.path() / "fakecxx").string();
+    const std::string launcher =
+        write_script(dir.path() / "fakelauncher", "exec \"$@\"\n").string();
+    CompilerOptions options;
+    options.cxx = cxx;
+    const SystemCompiler plain(options);
+    options.launcher = launcher;
+    const SystemCompiler launched(options);
+
+    CompileJob job;
+    job.source = "/src/mod.cpp";
+    job.output = "/out/mod.so";
+    job.flags = {"-DX=1"};
+    job.unkeyed_flags = {"-include", "/pch/prelude.h"};
+    job.include_dirs = {"/inc"};
+    job.libraries = {"m"};
+
+    const Command expected_one = {cxx,      "-shared",        "-fPIC",  "-fvisibility=hidden",
+                                  "-O2",    "-DX=1",          "-include", "/pch/prelude.h",
+                                  "-I/inc", "-o",             "/out/mod.so", "/src/mod.cpp",
+                                  "-lm"};
+    CHECK_EQ(join(plain.command_lines(job).at(0)), join(expected_one));
+
+    const auto lines = launched.command_lines(job);
+    CHECK_EQ(lines.size(), static_cast<std::size_t>(2));
+    const Command expected_compile = {launcher,  cxx,       "-c",       "-fPIC",
+                                      "-fvisibility=hidden", "-O2",     "-DX=1",
+                                      "-include", "/pch/prelude.h", "-I/inc", "-o",
+                                      "/out/mod.so.o", "/src/mod.cpp"};
+    const Command expected_link = {cxx,  "-shared",       "-fPIC", "-DX=1", "-o",
+                                   "/out/mod.so", "/out/mod.so.o", "-lm"};
+    CHECK_EQ(join(lines.at(0)), join(expected_compile));
+    CHECK_EQ(join(lines.at(1)), join(expected_link));
+}
+
+OPWEAVE_TEST(header_command_line_compiles_a_header_without_linking) {
+    TempDir dir;
+    const std::string cxx = write_fake_compiler(dir.path() / "fakecxx").string();
+    const std::string launcher =
+        write_script(dir.path() / "fakelauncher", "exec \"$@\"\n").string();
+    CompilerOptions options;
+    options.cxx = cxx;
+    options.launcher = launcher;  // never used for a header
+    const SystemCompiler compiler(options);
+
+    CompileJob job;
+    job.source = "/pch/prelude.h";
+    job.output = "/pch/prelude.h.gch";
+    job.flags = {"-std=c++17", "-DX=1"};
+    job.unkeyed_flags = {"-Winvalid-pch"};
+    job.include_dirs = {"/inc", ""};
+    job.lib_dirs = {"/lib"};
+    job.libraries = {"m"};
+    job.opt_level = OptLevel::o3;
+    job.debug_info = DebugInfo::yes;
+
+    const Command expected = {cxx,          "-fPIC",  "-fvisibility=hidden", "-O3",
+                              "-g",         "-std=c++17", "-DX=1",           "-Winvalid-pch",
+                              "-I/inc",     "-o",     "/pch/prelude.h.gch", "-x",
+                              "c++-header", "/pch/prelude.h"};
+    CHECK_EQ(join(compiler.header_command_line(job)), join(expected));
+}
+
 // --- real compiles ----------------------------------------------------------
 
 OPWEAVE_TEST(compiles_and_loads_a_shared_library) {
@@ -504,6 +569,34 @@ OPWEAVE_TEST(compiles_and_loads_a_shared_library) {
     CHECK(result.seconds <= elapsed + 0.01);
     CHECK(fs::exists(job.output));
     CHECK_EQ(call_int_function(job.output, "opweave_answer").value_or(-1), 42);
+}
+
+OPWEAVE_TEST(compile_header_writes_a_precompiled_header) {
+    TempDir dir;
+    write_file(dir.path() / "pre.h", "#include <vector>\ninline int opweave_pre() { return 7; }\n");
+    const SystemCompiler compiler(real_options());
+    CompileJob job;
+    job.source = dir.path() / "pre.h";
+    job.output = dir.path() / "pre.h.gch";
+    const CompileResult result = compiler.compile_header(job);
+    CHECK_EQ(result.commands.size(), static_cast<std::size_t>(1));
+    CHECK_EQ(join(result.commands.at(0)), join(compiler.header_command_line(job)));
+    CHECK(fs::exists(job.output) && fs::file_size(job.output) > 0);
+    if (contains(compiler.identity().version, "Free Software Foundation")) {
+        CHECK_EQ(read_file(job.output).substr(0, 4), std::string("gpch"));
+    }
+
+    write_file(dir.path() / "bad.h", "int broken(\n");
+    job.source = dir.path() / "bad.h";
+    job.output = dir.path() / "bad.h.gch";
+    try {
+        compiler.compile_header(job);
+        CHECK(false);
+    } catch (const CompileError& e) {
+        CHECK(e.exit_status() > 0);
+        CHECK_EQ(join(e.command()), join(compiler.header_command_line(job)));
+        CHECK(contains(e.what(), "bad.h"));
+    }
 }
 
 OPWEAVE_TEST(warnings_are_returned_as_diagnostics) {

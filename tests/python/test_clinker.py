@@ -242,3 +242,27 @@ def test_tensor_constants_are_extracted_at_creation_and_share_the_module() -> No
     g = function([x], op(x, constant(np.array([4.0, 5.0, 6.0]))))
     assert (f.cache_outcome, g.cache_outcome) == ("built", "hit")
     np.testing.assert_array_equal(g(np.ones(3)), [4.0, 5.0, 6.0])
+
+
+def test_function_constructor_rejects_bad_arguments() -> None:
+    from opweave import _core
+
+    with pytest.raises(TypeError, match="exactly one of module= and impl="):
+        _core.Function()
+    with pytest.raises(TypeError, match="impl must be callable"):
+        _core.Function(impl=3)
+    module = scale_function().fgraph  # any object without an ABI capsule
+    with pytest.raises(AttributeError):
+        _core.Function(module=module)
+
+
+def test_function_in_a_reference_cycle_is_collected() -> None:
+    import gc
+    import weakref
+
+    f = scale_function()
+    f.myself = f  # a cycle through the instance dict
+    alive = weakref.ref(f)
+    del f
+    gc.collect()
+    assert alive() is None

@@ -172,6 +172,7 @@ class CLinker:
         assembled = _core.assemble_module(graph.spec)
         job = self.compile_job(graph.objects, compiler)
         extra = self.key_extra(graph.objects)
+        job.unkeyed_flags = cmodule.prelude_flags(compiler, job, assembled["text"], extra)
         cache = cmodule.get_module_cache()
         try:
             built = _core.build_module(cache, assembled["text"], compiler, job, extra)

@@ -1,0 +1,76 @@
+// opweave core: precompiled preludes, cache entries that make modules compile
+// faster.
+//
+// A prelude is a header holding the includes that start generated modules
+// (Python.h, NumPy's headers). Compiled once into a GCC precompiled header, it
+// turns the ~0.2 s a module spends parsing those headers into a load of a few
+// milliseconds. A prelude is a module cache entry of its own:
+//
+//   <entry>/opweave_prelude.h          the header text
+//   <entry>/opweave_prelude.h.gch      the precompiled header
+//   <entry>/opweave_prelude.gch_size   the .gch's size in bytes when built
+//
+// keyed on the header text, the compiler identity, everything in the job that
+// changes how the header compiles (flags, include dirs, optimisation, debug
+// info) and caller material (the Python and NumPy ABIs). A module uses it
+// through CompileJob::unkeyed_flags (`-include <entry>/opweave_prelude.h`),
+// which no module key covers: including a header that the module includes
+// first anyway changes how fast it compiles, not what it compiles to. GCC uses
+// `<header>.gch` beside an -include'd header when it was built with
+// compatible flags, and otherwise reads the header text, with the same result.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opweave/compiler.hpp"
+#include "opweave/module_cache.hpp"
+
+namespace opweave {
+
+// Version of what a prelude entry holds. It enters every prelude key.
+inline constexpr int k_prelude_layout_version = 1;
+
+// The header's file name in a prelude entry; the .gch is this plus ".gch".
+inline constexpr const char* k_prelude_header_name = "opweave_prelude.h";
+
+// Whether modules compiled by `compiler` can use a prelude: true for GCC (its
+// `--version` text names the Free Software Foundation and not clang) run
+// without a launcher. False for clang, which needs `-include-pch` and rejects
+// a precompiled header whose directory was renamed, and with a launcher
+// (ccache does not cache a compile that uses a precompiled header unless it
+// is configured to).
+bool supports_prelude(const Compiler& compiler);
+
+// The readable text of everything a prelude's key covers (shown by `opweave
+// cache list`).
+std::string prelude_key_material(const Compiler& compiler, const CompileJob& job,
+                                 std::string_view header_text, std::string_view extra);
+
+// The cache key (64 hex characters) of the prelude `header_text` compiled for
+// modules compiled by `compiler` with `job` and keyed with `extra`. The job's
+// source, output, unkeyed flags, library dirs and libraries do not enter it.
+std::string prelude_key(const Compiler& compiler, const CompileJob& job,
+                        std::string_view header_text, std::string_view extra);
+
+// The unkeyed flags that make a compile include the prelude in `entry_dir`:
+// {"-include", "<entry_dir>/opweave_prelude.h"}.
+std::vector<std::string> prelude_include_flags(const std::filesystem::path& entry_dir);
+
+// The entry of prelude `key` if it is published and whole, found without a
+// lock. An entry whose .gch has another size than when it was built (damaged
+// on disk) is removed, so that it gets built again, and reported missing.
+// Throws std::invalid_argument for a malformed key.
+std::optional<std::filesystem::path> find_prelude(ModuleCache& cache, std::string_view key);
+
+// Returns the prelude entry of `header_text` for `job`, building it on a miss
+// with the same protocol as build_module (the key's lock, a staging
+// directory, one rename). Throws CompileError if the header does not compile,
+// LockTimeout or CacheError like ModuleCache::get_or_build.
+CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler, const CompileJob& job,
+                          std::string_view header_text, std::string_view extra);
+
+}  // namespace opweave

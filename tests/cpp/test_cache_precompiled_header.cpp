@@ -1,0 +1,220 @@
+// Tests of precompiled preludes: which compilers support them, what their key
+// covers, building and finding an entry, damaged entries, and (with a real
+// GCC) that a module compiled with the prelude's flags really uses the .gch.
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "fake_compiler.hpp"
+#include "opweave/compiler.hpp"
+#include "opweave/errors.hpp"
+#include "opweave/module_builder.hpp"
+#include "opweave/module_cache.hpp"
+#include "opweave/precompiled_header.hpp"
+#include "temp_dir.hpp"
+#include "util/fs.hpp"
+
+using namespace opweave;
+using opweave_test::FakeCompiler;
+using opweave_test::TempDir;
+using opweave_test::make_cache;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_gcc_version =
+    "g++ (Debian 12.2.0-14) 12.2.0\n"
+    "Copyright (C) 2022 Free Software Foundation, Inc.\n";
+constexpr const char* k_clang_version =
+    "Debian clang version 14.0.6\nTarget: x86_64-pc-linux-gnu\n";
+constexpr const char* k_header = "#include <vector>\n#include <string>\n";
+
+CompileJob base_job() {
+    CompileJob job;
+    job.flags = {"-DX=1"};
+    job.include_dirs = {"/inc"};
+    return job;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+fs::path gch_of(const fs::path& entry) { return entry / "opweave_prelude.h.gch"; }
+
+void write_file(const fs::path& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+}  // namespace
+
+OPWEAVE_TEST(only_gcc_without_a_launcher_supports_preludes) {
+    CHECK(supports_prelude(FakeCompiler(k_gcc_version)));
+    CHECK(!supports_prelude(FakeCompiler(k_clang_version)));
+    CHECK(!supports_prelude(FakeCompiler("fakecxx 1.0\n")));
+    FakeCompiler launched(k_gcc_version);
+    launched.identity().launcher = {"/usr/bin/ccache"};
+    CHECK(!supports_prelude(launched));
+}
+
+OPWEAVE_TEST(prelude_key_covers_what_changes_the_header_compile) {
+    const FakeCompiler compiler(k_gcc_version);
+    const CompileJob job = base_job();
+    const std::string key = prelude_key(compiler, job, k_header, "abi");
+    CHECK_EQ(key.size(), static_cast<std::size_t>(64));
+
+    // What does not reach a header compile does not change the key.
+    CompileJob same = job;
+    same.source = "/somewhere/module.cpp";
+    same.output = "/somewhere/module.so";
+    same.unkeyed_flags = {"-include", "/x.h"};
+    same.lib_dirs = {"/lib"};
+    same.libraries = {"m"};
+    CHECK_EQ(prelude_key(compiler, same, k_header, "abi"), key);
+
+    CompileJob other = job;
+    other.flags.push_back("-DY=2");
+    CHECK(prelude_key(compiler, other, k_header, "abi") != key);
+    other = job;
+    other.include_dirs.push_back("/inc2");
+    CHECK(prelude_key(compiler, other, k_header, "abi") != key);
+    other = job;
+    other.opt_level = OptLevel::o3;
+    CHECK(prelude_key(compiler, other, k_header, "abi") != key);
+    other = job;
+    other.debug_info = DebugInfo::yes;
+    CHECK(prelude_key(compiler, other, k_header, "abi") != key);
+    CHECK(prelude_key(compiler, job, "#include <map>\n", "abi") != key);
+    CHECK(prelude_key(compiler, job, k_header, "abi2") != key);
+    CHECK(prelude_key(FakeCompiler("g++ 13\nFree Software Foundation\n"), job, k_header, "abi") !=
+          key);
+    // A prelude never shares a key with a module of the same text.
+    CHECK(module_key(k_header, compiler, job, "abi") != key);
+
+    const std::string material = prelude_key_material(compiler, job, k_header, "abi");
+    CHECK(contains(material, "prelude layout: 1"));
+    CHECK(contains(material, "-DX=1"));
+    CHECK(contains(material, k_header));
+}
+
+OPWEAVE_TEST(build_prelude_publishes_header_gch_and_size) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    FakeCompiler compiler(k_gcc_version);
+    CompileJob job = base_job();
+    job.unkeyed_flags = {"-include", "/old.h"};
+    job.libraries = {"m"};
+    const std::string key = prelude_key(compiler, job, k_header, "abi");
+    CHECK(!find_prelude(cache, key));
+
+    const CacheResult built = build_prelude(cache, compiler, job, k_header, "abi");
+    CHECK(built.outcome == Outcome::built);
+    CHECK_EQ(built.dir, cache.entry_dir(key));
+    CHECK_EQ(*util::read_file(built.dir / "opweave_prelude.h"), std::string(k_header));
+    CHECK_EQ(*util::read_file(gch_of(built.dir)), compiler.output_content);
+    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(1));
+    CHECK(compiler.jobs.at(0).unkeyed_flags.empty());
+    CHECK(compiler.jobs.at(0).libraries.empty());
+    CHECK(compiler.jobs.at(0).flags == job.flags);
+
+    CHECK(build_prelude(cache, compiler, job, k_header, "abi").outcome == Outcome::hit);
+    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(1));
+    const std::optional<fs::path> found = find_prelude(cache, key);
+    CHECK(found.has_value() && *found == built.dir);
+    const std::vector<std::string> flags = prelude_include_flags(built.dir);
+    CHECK_EQ(flags.size(), static_cast<std::size_t>(2));
+    CHECK_EQ(flags.at(0), std::string("-include"));
+    CHECK_EQ(flags.at(1), (built.dir / "opweave_prelude.h").string());
+
+    const std::vector<EntryInfo> entries = cache.list();
+    CHECK_EQ(entries.size(), static_cast<std::size_t>(1));
+    CHECK(contains(entries.at(0).key_material, "prelude layout"));
+    CHECK(contains(entries.at(0).command, built.dir.string()));
+}
+
+OPWEAVE_TEST(damaged_prelude_is_removed_and_reported_missing) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    FakeCompiler compiler(k_gcc_version);
+    const CompileJob job = base_job();
+    const std::string key = prelude_key(compiler, job, k_header, "abi");
+
+    const auto damage_and_check = [&](const auto& damage) {
+        const CacheResult built = build_prelude(cache, compiler, job, k_header, "abi");
+        CHECK(built.outcome == Outcome::built);
+        CHECK(find_prelude(cache, key).has_value());
+        damage(built.dir);
+        CHECK(!find_prelude(cache, key));
+        CHECK(!cache.lookup(key));  // removed, so the next build replaces it
+    };
+    damage_and_check([](const fs::path& entry) { write_file(gch_of(entry), "fake"); });
+    damage_and_check([](const fs::path& entry) { write_file(gch_of(entry), ""); });
+    damage_and_check([](const fs::path& entry) { fs::remove(gch_of(entry)); });
+    damage_and_check([](const fs::path& entry) { fs::remove(entry / "opweave_prelude.h"); });
+    damage_and_check(
+        [](const fs::path& entry) { fs::remove(entry / "opweave_prelude.gch_size"); });
+    damage_and_check([](const fs::path& entry) {
+        write_file(entry / "opweave_prelude.gch_size", "not a number");
+    });
+    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(6));
+}
+
+OPWEAVE_TEST(failed_prelude_build_publishes_nothing) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    FakeCompiler compiler(k_gcc_version);
+    compiler.always_fail = true;
+    const CompileJob job = base_job();
+    CHECK_THROWS_AS(build_prelude(cache, compiler, job, k_header, "abi"), CompileError);
+    CHECK(!find_prelude(cache, prelude_key(compiler, job, k_header, "abi")));
+    CHECK(cache.list().empty());
+}
+
+// The real thing: GCC must accept the .gch for a module compiled with the
+// same job plus the include flags (`-H` marks a used PCH with "! "), and the
+// module must work.
+OPWEAVE_TEST(real_gcc_uses_the_prelude) {
+    TempDir dir;
+    ModuleCache cache = make_cache(dir);
+    const SystemCompiler compiler;
+    if (!supports_prelude(compiler)) {
+        std::cout << "  (skipped: " << compiler.identity().path << " is not GCC)\n";
+        return;
+    }
+    CompileJob job;
+    job.flags = {"-DOPWEAVE_PROBE=1", "-Wno-unused-variable"};
+    job.opt_level = OptLevel::o3;
+    const CacheResult prelude = build_prelude(cache, compiler, job, k_header, "");
+    CHECK(prelude.outcome == Outcome::built);
+
+    write_file(dir / "module.cpp",
+               "#include <vector>\n"
+               "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
+               "    std::vector<int> v = {40, 2};\n"
+               "    return v[0] + v[1] + OPWEAVE_PROBE - 1;\n"
+               "}\n");
+    job.source = dir / "module.cpp";
+    job.output = dir / "module.so";
+    job.unkeyed_flags = prelude_include_flags(prelude.dir);
+    job.unkeyed_flags.insert(job.unkeyed_flags.end(), {"-Winvalid-pch", "-H"});
+    const CompileResult result = compiler.compile(job);
+    CHECK(contains(result.diagnostics, "! " + gch_of(prelude.dir).string()));
+    CHECK(!contains(result.diagnostics, "invalid-pch"));
+
+    void* handle = ::dlopen(job.output.c_str(), RTLD_NOW | RTLD_LOCAL);
+    CHECK(handle != nullptr);
+    if (handle != nullptr) {
+        void* address = ::dlsym(handle, "opweave_answer");
+        CHECK(address != nullptr);
+        if (address != nullptr) {
+            CHECK_EQ(reinterpret_cast<int (*)()>(address)(), 42);
+        }
+        ::dlclose(handle);
+    }
+}
