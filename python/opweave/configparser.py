@@ -12,8 +12,7 @@ import contextlib
 import os
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["ConfigOption", "OpweaveConfig", "config"]
 
@@ -57,8 +56,7 @@ def _default_cxx() -> str:
         return ""
 
 
-@dataclass(frozen=True)
-class ConfigOption:
+class ConfigOption(NamedTuple):
     """One option: its name, how to parse it from text, its default (a value or
     a function computing it on first use), and its documentation."""
 

@@ -10,8 +10,7 @@ precision. Both :mod:`opweave.scalar` and :mod:`opweave.tensor` use them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,8 +31,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class DTypeInfo:
+class DTypeInfo(NamedTuple):
     """The C spellings of one dtype: element type (``npy_float64``), type
     number macro (``NPY_FLOAT64``) and NumPy scalar type object
     (``PyFloat64ArrType_Type``)."""

@@ -12,8 +12,7 @@ import logging
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,8 +43,7 @@ _DIAGNOSTIC_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<r
 _loaded: dict[str, Any] = {}
 
 
-@dataclass
-class CompiledGraph:
+class CompiledGraph(NamedTuple):
     """A compiled graph module and what was needed to build it."""
 
     module: Any

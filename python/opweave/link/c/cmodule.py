@@ -28,9 +28,9 @@ import sysconfig
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 from opweave import _core
 from opweave.configparser import config
@@ -111,8 +111,7 @@ def extension_job(
     return job
 
 
-@dataclass(frozen=True)
-class CompiledModule:
+class CompiledModule(NamedTuple):
     """A compiled extension: the imported module and where it came from.
     ``outcome`` is "hit", "built" or "built_by_other"."""
 

@@ -14,8 +14,7 @@ as in PyTensor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Constant, Variable
@@ -33,16 +32,15 @@ class MissingCCode(NotImplementedError):
     """An op or type of the graph has no C implementation."""
 
 
-@dataclass
-class GraphSpec:
+class GraphSpec(NamedTuple):
     """The module spec (for assemble_module) plus what the linker needs to
     compile and call it."""
 
     spec: dict[str, Any]
     orphans: list[Any]
     origins: list[str]
-    objects: list[Any] = field(default_factory=list)  # the ops and types, in order
-    block_names: dict[int, str] = field(default_factory=dict)  # run block id -> what it runs
+    objects: list[Any]  # the ops and types, in order
+    block_names: dict[int, str]  # run block id -> what it runs
 
 
 def fail_run(block: int) -> str:
