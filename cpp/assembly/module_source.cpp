@@ -17,8 +17,8 @@ namespace {
 using detail::SourceWriter;
 
 // The generated module includes Python.h; the core itself never does. The
-// directive is split so that a grep for "#include <Python.h>" over the core
-// (the repository rule that checks this) finds only real includes.
+// directive below is split so that the repository rule that greps the core
+// for Python includes finds only real ones.
 constexpr const char* k_preamble_head =
     "#define PY_SSIZE_T_CLEAN\n"
     "#" "include <Python.h>\n"
