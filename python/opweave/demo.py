@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from opweave.configparser import config
@@ -130,8 +130,3 @@ def run_demo(cache_dir: str) -> tuple[list[ExampleRun], list[ExampleRun], float]
         first = run_examples()
     second, import_seconds = run_in_fresh_process(cache_dir)
     return first, second, import_seconds
-
-
-def as_dicts(runs: list[ExampleRun]) -> list[dict[str, Any]]:
-    """The runs as plain dicts (for JSON)."""
-    return [asdict(run) for run in runs]

@@ -125,6 +125,17 @@ fs::path write_fake_compiler(const fs::path& path, const std::string& behaviour 
                             behaviour);
 }
 
+// A fake compiler and a pass-through launcher in `dir`, for command-line tests.
+struct FakeTools {
+    std::string cxx;
+    std::string launcher;
+};
+
+FakeTools write_fake_tools(const TempDir& dir) {
+    return {write_fake_compiler(dir.path() / "fakecxx").string(),
+            write_script(dir.path() / "fakelauncher", "exec \"$@\"\n").string()};
+}
+
 std::string path_with(const fs::path& directory) {
     const char* old = std::getenv("PATH");
     return directory.string() + (old != nullptr ? std::string(":") + old : std::string());
@@ -452,9 +463,7 @@ OPWEAVE_TEST(command_lines_without_launcher) {
 
 OPWEAVE_TEST(command_lines_with_launcher_are_two_steps) {
     TempDir dir;
-    const std::string cxx = write_fake_compiler(dir.path() / "fakecxx").string();
-    const std::string launcher =
-        write_script(dir.path() / "fakelauncher", "exec \"$@\"\n").string();
+    const auto [cxx, launcher] = write_fake_tools(dir);
     CompilerOptions options;
     options.cxx = cxx;
     options.launcher = launcher + " --stats";
@@ -483,9 +492,7 @@ OPWEAVE_TEST(command_lines_with_launcher_are_two_steps) {
 
 OPWEAVE_TEST(unkeyed_flags_go_to_the_compile_step_only) {
     TempDir dir;
-    const std::string cxx = write_fake_compiler(dir.path() / "fakecxx").string();
-    const std::string launcher =
-        write_script(dir.path() / "fakelauncher", "exec \"$@\"\n").string();
+    const auto [cxx, launcher] = write_fake_tools(dir);
     CompilerOptions options;
     options.cxx = cxx;
     const SystemCompiler plain(options);
@@ -520,9 +527,7 @@ OPWEAVE_TEST(unkeyed_flags_go_to_the_compile_step_only) {
 
 OPWEAVE_TEST(header_command_line_compiles_a_header_without_linking) {
     TempDir dir;
-    const std::string cxx = write_fake_compiler(dir.path() / "fakecxx").string();
-    const std::string launcher =
-        write_script(dir.path() / "fakelauncher", "exec \"$@\"\n").string();
+    const auto [cxx, launcher] = write_fake_tools(dir);
     CompilerOptions options;
     options.cxx = cxx;
     options.launcher = launcher;  // never used for a header

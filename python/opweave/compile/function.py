@@ -18,6 +18,7 @@ from opweave import _core
 from opweave.compile.mode import Mode, get_mode
 from opweave.graph.basic import Constant, Variable
 from opweave.graph.fg import FunctionGraph
+from opweave.graph.op import Op
 from opweave.graph.utils import MethodNotDefined
 
 __all__ = ["Function", "function"]
@@ -124,8 +125,6 @@ class _PerformRunner:
         self.single = single
         for index, node in enumerate(self.nodes):
             perform = getattr(type(node.op), "perform", None)
-            from opweave.graph.op import Op
-
             if perform is None or perform is Op.perform:
                 raise MethodNotDefined(
                     f"node {index} ({node.op}) has no Python implementation: "
@@ -189,8 +188,8 @@ def function(
     bound = _Inputs(fgraph, name, allow_input_downcast)
     if chosen.linker == "py":
         fn = _core.Function(impl=_PerformRunner(fgraph, bound, single), unpack_single=single)
-    elif _aliased_outputs(fgraph):
-        fn = _copying_function(fgraph, bound, single, trust_input)
+    elif aliased := _aliased_outputs(fgraph):
+        fn = _copying_function(fgraph, bound, single, trust_input, aliased)
     else:
         fn = _compiled_function(fgraph, bound, single)
     fn.trust_input = trust_input
@@ -215,13 +214,12 @@ def _aliased_outputs(fgraph: FunctionGraph) -> list[int]:
 
 
 def _copying_function(
-    fgraph: FunctionGraph, bound: _Inputs, single: bool, trust_input: bool
+    fgraph: FunctionGraph, bound: _Inputs, single: bool, trust_input: bool, positions: list[int]
 ) -> Any:
     """A compiled function whose aliasing outputs are returned as copies, so
     no output shares memory with an input, a constant or another output."""
     inner = _compiled_function(fgraph, bound, single=False)
     inner.trust_input = trust_input
-    positions = _aliased_outputs(fgraph)
 
     def run(*args: Any, **kwargs: Any) -> Any:
         results = inner(*args, **kwargs)

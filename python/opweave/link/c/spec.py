@@ -64,6 +64,8 @@ class _Builder:
         self.compiler = compiler
         self.origins: list[tuple[str, str, int]] = []
         self.names: dict[int, str] = {}
+        self.variables: list[Variable] = []  # in C-name order, set by name_variables
+        self.literals: dict[int, str | None] = {}
         self.run_blocks: list[tuple[Any, ...]] = []
         self.struct_blocks: list[tuple[Any, ...]] = []
         self.orphans: list[Any] = []
@@ -125,12 +127,19 @@ class _Builder:
         for variable in order:
             if id(variable) not in self.names:
                 self.names[id(variable)] = f"V{len(self.names) + 1}"
+        by_id = {id(v): v for v in [*self.fgraph.variables, *self.fgraph.inputs]}
+        self.variables = sorted(by_id.values(), key=lambda v: int(self.names[id(v)][1:]))
+        self.literals = {id(v): self._literal(v) for v in self.variables}
 
-    def literal(self, variable: Variable) -> str | None:
+    def _literal(self, variable: Variable) -> str | None:
         if not isinstance(variable, Constant) or id(variable) in self.output_slots:
             return None
         value = call_hook(variable.type, "c_literal", variable.data)
         return f"({value})" if value else None
+
+    def literal(self, variable: Variable) -> str | None:
+        """The inlined C expression of a constant, or None."""
+        return self.literals[id(variable)]
 
     # --- blocks --------------------------------------------------------------
 
@@ -259,19 +268,11 @@ class _Builder:
 
     def objects(self) -> list[Any]:
         seen: dict[int, Any] = {}
-        for variable in self.ordered_variables():
+        for variable in self.variables:
             seen.setdefault(id(variable.type), variable.type)
         for node in self.nodes:
             seen.setdefault(id(node.op), node.op)
         return list(seen.values())
-
-    def ordered_variables(self) -> list[Variable]:
-        by_id: dict[int, Variable] = {}
-        for variable in self.fgraph.variables:
-            by_id[id(variable)] = variable
-        for variable in self.fgraph.inputs:
-            by_id[id(variable)] = variable
-        return sorted(by_id.values(), key=lambda v: int(self.names[id(v)][1:]))
 
     def module_code(self, objects: list[Any]) -> dict[str, Any]:
         kw = {"c_compiler": self.compiler}
@@ -302,7 +303,7 @@ class _Builder:
         }
 
     def check_c_support(self) -> None:
-        for variable in self.ordered_variables():
+        for variable in self.variables:
             if self.literal(variable) is None and not all(
                 has_hook(variable.type, hook) for hook in _TYPE_HOOKS
             ):
@@ -328,7 +329,7 @@ class _Builder:
             for variable in node.outputs:
                 if id(variable) in self.output_slots:
                     self.add_output(variable)
-        for variable in self.ordered_variables():
+        for variable in self.variables:
             if id(variable) in inputs or (variable.owner and id(variable) in self.output_slots):
                 continue
             if self.literal(variable) is None:
