@@ -28,6 +28,29 @@ std::string escaped(std::string_view file) {
     return out;
 }
 
+// True if some line of text is a #line directive ("#line" or "# line", after
+// optional blanks): such a fragment moves the compiler's idea of where it is,
+// so the module's own numbering must be restored after it.
+bool has_line_directive(std::string_view text) {
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string_view::npos) {
+            end = text.size();
+        }
+        std::string_view line = text.substr(at, end - at);
+        const std::size_t hash = line.find_first_not_of(" \t");
+        if (hash != std::string_view::npos && line[hash] == '#') {
+            const std::size_t word = line.find_first_not_of(" \t", hash + 1);
+            if (word != std::string_view::npos && line.substr(word, 5) == "line ") {
+                return true;
+            }
+        }
+        at = end + 1;
+    }
+    return false;
+}
+
 }  // namespace
 
 SourceWriter::SourceWriter(const std::vector<CodeOrigin>& origins, std::string source_name)
@@ -65,7 +88,7 @@ void SourceWriter::fragment(const CodeFragment& fragment) {
     if (fragment.origin != k_no_origin) {
         m_line_map.push_back(LineRange{first, m_line - 1, fragment.origin});
     }
-    if (from_file) {
+    if (from_file || has_line_directive(fragment.text)) {
         // The directive's own line is m_line; the line after it is m_line + 1.
         line_directive(m_line + 1, m_source_name);
     }

@@ -13,11 +13,16 @@ from opweave.configparser import config
 from opweave.errors import CacheError, CompileError, LockTimeout, OpweaveError
 
 __all__ = [
+    "Apply",
     "CacheError",
     "CompileError",
+    "Constant",
     "LockTimeout",
     "Mode",
+    "Op",
     "OpweaveError",
+    "Type",
+    "Variable",
     "__version__",
     "config",
     "function",
@@ -29,18 +34,27 @@ __version__ = "0.1.0"
 
 
 _SUBPACKAGES = ("compile", "gof", "graph", "link", "scalar", "tensor")
+# Names importable from the top level (``from opweave import Op``, as
+# ``from theano import Op`` was), and the module defining each.
+_LAZY = {
+    "function": "opweave.compile",
+    "Mode": "opweave.compile",
+    "Op": "opweave.graph.op",
+    "Apply": "opweave.graph.basic",
+    "Constant": "opweave.graph.basic",
+    "Variable": "opweave.graph.basic",
+    "Type": "opweave.graph.type",
+}
 
 
 def __getattr__(name: str) -> object:
     # The graph layer and NumPy load on first use, so that importing opweave
     # for its cache tools stays cheap.
-    if name in ("function", "Mode"):
-        from opweave import compile as _compile
+    import importlib
 
-        return getattr(_compile, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _SUBPACKAGES:
-        import importlib
-
         return importlib.import_module(f"opweave.{name}")
     raise AttributeError(f"module 'opweave' has no attribute {name!r}")
 

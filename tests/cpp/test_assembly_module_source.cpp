@@ -117,6 +117,23 @@ OPWEAVE_TEST(file_fragments_get_line_directives_both_ways) {
     CHECK(text.find("APPLY_INIT\n" + restore) != std::string::npos);
 }
 
+OPWEAVE_TEST(fragments_with_their_own_line_directives_are_followed_by_a_restore) {
+    ModuleSpec spec = two_block_spec();
+    // Code that names its file itself (as ExternalCOp sections do), between
+    // opweave's own macro lines; the text after it must be module.cpp again.
+    spec.support_code.push_back({"#define M 1\n  # line 7 \"/src/v.c\"\nUSER_CODE\n#undef M\n", 1});
+    const std::string text = opweave::assemble_module(spec).text;
+    const int undef_line = line_of(text, "#undef M");
+    const std::string restore = "#line " + std::to_string(undef_line + 2) + " \"module.cpp\"\n";
+    CHECK(text.find("#undef M\n" + restore) != std::string::npos);
+    // A fragment that only mentions "#line" inside code is left alone.
+    ModuleSpec plain = two_block_spec();
+    plain.support_code.push_back({"const char* s = \"#line\"; int lines;\n", 1});
+    const std::string plain_text = opweave::assemble_module(plain).text;
+    CHECK(plain_text.find("int lines;\n#line") == std::string::npos);
+    CHECK(plain_text.find("int lines;\n") != std::string::npos);
+}
+
 OPWEAVE_TEST(content_key_is_the_sha256_of_the_text_and_stable) {
     const AssembledModule a = opweave::assemble_module(two_block_spec());
     const AssembledModule b = opweave::assemble_module(two_block_spec());

@@ -21,6 +21,7 @@ from opweave.graph.basic import Apply, Constant, Variable
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.utils import MethodNotDefined
 from opweave.link.c.hooks import as_code_list, call_hook, get_hook, has_hook
+from opweave.link.c.interface import CLinkerOp
 
 __all__ = ["GraphSpec", "MissingCCode", "build_spec"]
 
@@ -53,6 +54,36 @@ def fail_init(block: int) -> str:
     return f"OPWEAVE_FAIL_INIT({block})"
 
 
+_NO_PARAMS = object()
+
+
+def get_params(node: Apply, what: str) -> Any:
+    """The params value of ``node``, or ``_NO_PARAMS`` if its op has none
+    (no ``get_params``, or one that raises MethodNotDefined or returns None).
+
+    An op whose ``get_params`` returns a value must say what C type that
+    value has (``params_type``); otherwise the linker could not pass it."""
+    op = node.op
+    hook = get_hook(op, "get_params")
+    if hook is None:
+        return _NO_PARAMS
+    params_type = getattr(op, "params_type", None)
+    if params_type is None and getattr(type(op), "get_params", None) is CLinkerOp.get_params:
+        return _NO_PARAMS
+    try:
+        value = hook(node)
+    except MethodNotDefined:
+        return _NO_PARAMS
+    if value is None:
+        return _NO_PARAMS
+    if params_type is None:
+        raise TypeError(
+            f"{what}: {type(op).__name__}.get_params returned a value but the op has no "
+            "params_type; set params_type to the C type of that value (e.g. a ParamsType)"
+        )
+    return value
+
+
 def _check_input(op: Any) -> bool:
     value = getattr(op, "check_input", None)
     return config.check_input if value is None else bool(value)
@@ -66,6 +97,7 @@ class _Builder:
         self.names: dict[int, str] = {}
         self.variables: list[Variable] = []  # in C-name order, set by name_variables
         self.literals: dict[int, str | None] = {}
+        self.params: dict[int, Constant] = {}  # id(node) -> its params constant
         self.run_blocks: list[tuple[Any, ...]] = []
         self.struct_blocks: list[tuple[Any, ...]] = []
         self.orphans: list[Any] = []
@@ -128,8 +160,28 @@ class _Builder:
             if id(variable) not in self.names:
                 self.names[id(variable)] = f"V{len(self.names) + 1}"
         by_id = {id(v): v for v in [*self.fgraph.variables, *self.fgraph.inputs]}
+        self.literals = {id(v): self._literal(v) for v in by_id.values()}
+        for index, node in enumerate(self.nodes):
+            constant = self.params_constant(index, node)
+            if constant is not None:
+                if id(constant) not in self.names:
+                    self.names[id(constant)] = f"V{len(self.names) + 1}"
+                    self.literals[id(constant)] = None  # params are data, never text
+                    by_id[id(constant)] = constant
+                self.params[id(node)] = constant
         self.variables = sorted(by_id.values(), key=lambda v: int(self.names[id(v)][1:]))
-        self.literals = {id(v): self._literal(v) for v in self.variables}
+
+    def params_constant(self, index: int, node: Apply) -> Constant | None:
+        """The constant holding ``node``'s params (shared by the nodes whose
+        params are equal), or None if its op has no params."""
+        value = get_params(node, f"node {index} ({node.op})")
+        if value is _NO_PARAMS:
+            return None
+        params_type = node.op.params_type
+        for constant in self.params.values():
+            if constant.type == params_type and params_type.values_eq(constant.data, value):
+                return constant
+        return Constant(params_type, value, name="params")
 
     def _literal(self, variable: Variable) -> str | None:
         if not isinstance(variable, Constant) or id(variable) in self.output_slots:
@@ -233,6 +285,9 @@ class _Builder:
         block = self.new_id()
         self.block_names[block] = what
         sub = {"fail": fail_run(block), "id": str(block), "failure_var": "__failure"}
+        params = self.params.get(id(node))
+        if params is not None:
+            sub["params"] = self.names[id(params)]
         try:
             code = op.c_code(node, name, inputs, outputs, sub)
         except (NotImplementedError, MethodNotDefined) as error:
@@ -251,6 +306,8 @@ class _Builder:
         )
         struct_id = self.new_id()
         struct_sub = {"fail": fail_init(struct_id), "id": str(struct_id)}
+        if params is not None:
+            struct_sub["params"] = sub["params"]
         members = call_hook(op, "c_support_code_struct", node, name, default="")
         init = call_hook(op, "c_init_code_struct", node, name, struct_sub, default="")
         release = call_hook(op, "c_cleanup_code_struct", node, name, default="")

@@ -1,0 +1,254 @@
+"""ExternalCOp: C code from files split into #section blocks, its macros,
+its function-call mode, its errors and its cache version."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from opweave.examples.external_vector_times_vector import VectorTimesVector
+
+import opweave
+from opweave.errors import CompileError
+from opweave.graph.basic import Apply
+from opweave.link.c.op import ExternalCOp
+from opweave.link.c.sections import parse_sections
+from opweave.tensor import dvector, fvector, vector
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+class Copy(ExternalCOp):
+    """z = x + offset, from any C file given at construction."""
+
+    __props__ = ("path",)
+
+    def __init__(self, path, func_name=None):
+        self.path = str(path)
+        super().__init__(path, func_name)
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+
+ADD_ONE = """
+#section support_code
+static double add_one(double v) { return v + 1.0; }
+
+#section support_code_apply
+int APPLY_SPECIFIC(run)(PyArrayObject* x, PyArrayObject** z)
+{
+    Py_XDECREF(*z);
+    *z = (PyArrayObject*)PyArray_NewCopy(x, NPY_CORDER);
+    if (!*z) return 1;
+    DTYPE_OUTPUT_0* data = (DTYPE_OUTPUT_0*)PyArray_DATA(*z);
+    for (npy_intp i = 0; i < PyArray_SIZE(*z); ++i) data[i] = add_one(data[i]);
+    return 0;
+}
+"""
+
+
+def test_tutorial_op_as_written_runs_two_dtypes_in_one_graph() -> None:
+    x, y = fvector("x"), vector("y", dtype="int16")
+    a, b = dvector("a"), vector("b", dtype="int64")
+    op = VectorTimesVector()
+    assert op.func_files[0].name == "vectorTimesVector.c"
+    f = opweave.function([x, y, a, b], [op(x, y), op(a, b)])
+    first, second = f(
+        np.arange(4, dtype="float32"),
+        np.array([1, 2, 3, 4], dtype="int16"),
+        np.linspace(0, 1, 3),
+        np.array([2, 3, 4]),
+    )
+    assert first.dtype == np.float32 and second.dtype == np.float64
+    np.testing.assert_array_equal(first, [0, 2, 6, 12])
+    np.testing.assert_allclose(second, [0, 1.5, 4])
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        f(np.ones(2, "float32"), np.ones(3, "int16"), np.ones(1), np.ones(1, "int64"))
+
+
+def test_sections_are_merged_in_file_order_and_relative_paths_follow_the_class(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "a.c", "#section support_code\nint A;\n#section code\nX\n")
+    write(tmp_path / "b.c", "#section support_code\nint B;\n")
+    op = Copy([tmp_path / "a.c", tmp_path / "b.c"])
+    support = op.c_support_code()
+    assert support.index("int A;") < support.index("int B;")
+    assert f'#line 2 "{tmp_path / "a.c"}"' in support
+    assert f'#line 2 "{tmp_path / "b.c"}"' in support
+    # A relative path is taken from the folder of the module defining the class.
+    assert (
+        VectorTimesVector().func_files[0].parent
+        == Path(sys.modules[VectorTimesVector.__module__].__file__).parent
+    )
+
+
+def test_unknown_tag_names_the_tag_the_file_and_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "odd.c", "#section support_code\nint a;\n#section suport_code_aply\n")
+    with pytest.raises(ValueError, match=r"odd\.c:3: unknown section tag 'suport_code_aply'"):
+        Copy(path)
+
+
+def test_code_before_the_first_section_and_files_without_sections_are_errors(
+    tmp_path: Path,
+) -> None:
+    stray = tmp_path / "stray.c"
+    stray.write_text("\n// a comment\n#section code\n")
+    with pytest.raises(ValueError, match=r"stray\.c:2: code before the first '#section'"):
+        Copy(stray)
+    with pytest.raises(ValueError, match="no '#section <tag>' line"):
+        parse_sections("\n\n", "empty.c")
+    with pytest.raises(OSError, match="cannot read its C file"):
+        Copy(tmp_path / "missing.c")
+    both = write(tmp_path / "both.c", "#section code\nX\n")
+    with pytest.raises(ValueError, match="func_name"):
+        Copy(both, "f")
+
+
+def test_macros_are_scoped_to_their_sections(tmp_path: Path) -> None:
+    path = write(tmp_path / "m.c", "#section support_code_apply\nBODY\n#section init_code\nINIT\n")
+    x = vector("x", dtype="int32")
+    node = Copy(path).make_node(x)
+    apply_code = node.op.c_support_code_apply(node, "node_3")
+    for line in (
+        "#define APPLY_SPECIFIC(str) str##_node_3",
+        "#define DTYPE_INPUT_0 npy_int32",
+        f"#define TYPENUM_INPUT_0 {np.dtype('int32').num}",
+        "#define ITEMSIZE_INPUT_0 4",
+        "#define DTYPE_OUTPUT_0 npy_int32",
+        "#undef APPLY_SPECIFIC",
+        "#undef DTYPE_INPUT_0",
+    ):
+        assert line in apply_code
+    assert apply_code.index("BODY") < apply_code.index("#undef")
+    # init_code and support_code get no macros.
+    assert node.op.c_init_code() == [f'#line 4 "{path}"\nINIT\n']
+    # check_input=False drops the dtype macros.
+    node.op.check_input = False
+    assert "DTYPE_INPUT_0" not in node.op.c_support_code_apply(node, "node_3")
+    sub = {"fail": "OPWEAVE_FAIL(4)", "id": "4", "params": "V9"}
+    write(path, "#section code\nBODY\n#section code_cleanup\nCLEAN\n")
+    op = Copy(path)
+    code = op.c_code(node, "node_3", ["V1"], ["V2"], sub)
+    for line in ("#define FAIL OPWEAVE_FAIL(4)", "#define PARAMS V9", "#define INPUT_0 V1"):
+        assert line in code
+    assert "#define OUTPUT_0 V2" in op.c_code_cleanup(node, "node_3", ["V1"], ["V2"], sub)
+
+
+def test_code_section_with_input_output_and_fail_macros_runs(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "neg.c",
+        """
+        #section code
+        if (PyArray_SIZE(INPUT_0) == 0) {
+            PyErr_SetString(PyExc_ValueError, "empty input");
+            FAIL;
+        }
+        Py_XDECREF(OUTPUT_0);
+        OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_CORDER);
+        if (!OUTPUT_0) FAIL;
+        for (npy_intp i = 0; i < PyArray_SIZE(OUTPUT_0); ++i)
+            ((DTYPE_OUTPUT_0*)PyArray_DATA(OUTPUT_0))[i] *= -1;
+        """,
+    )
+    x = dvector("x")
+    f = opweave.function([x], Copy(path)(x))
+    np.testing.assert_array_equal(f(np.array([1.0, -2.0])), [-1.0, 2.0])
+    with pytest.raises(ValueError, match="empty input"):
+        f(np.array([]))
+
+
+def test_function_call_mode_pads_with_null_and_reports_silent_failures(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "pad.c",
+        """
+        #section support_code_apply
+        int APPLY_SPECIFIC(run)(PyArrayObject* x, PyArrayObject* extra,
+                                PyArrayObject** z, PyArrayObject** unused)
+        {
+            if (extra != NULL || unused != NULL) return 2;
+            if (PyArray_SIZE(x) == 0) return 3;  /* no exception set */
+            Py_XDECREF(*z);
+            *z = (PyArrayObject*)PyArray_NewCopy(x, NPY_CORDER);
+            return *z ? 0 : 1;
+        }
+        """,
+    )
+
+    class Padded(Copy):
+        _cop_num_inputs = 2
+        _cop_num_outputs = 2
+
+    x = dvector("x")
+    f = opweave.function([x], Padded(path, "APPLY_SPECIFIC(run)")(x))
+    np.testing.assert_array_equal(f(np.array([4.0, 5.0])), [4.0, 5.0])
+    with pytest.raises(RuntimeError, match=r"returned 3 without setting an exception"):
+        f(np.array([]))
+
+
+def test_compile_error_points_at_the_c_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "broken.c", ADD_ONE.replace("return 0;", "return undefined_name;"))
+    x = dvector("x")
+    with pytest.raises(CompileError) as info:
+        opweave.function([x], Copy(path, "APPLY_SPECIFIC(run)")(x))
+    line = ADD_ONE.lstrip("\n").splitlines().index("    return 0;") + 1
+    assert f"broken.c:{line}:" in str(info.value)
+    assert "undefined_name" in str(info.value)
+
+
+def test_cache_version_follows_the_file_contents(tmp_path: Path) -> None:
+    path = write(tmp_path / "v.c", ADD_ONE)
+    first = Copy(path, "APPLY_SPECIFIC(run)").c_code_cache_version()
+    assert first == Copy(path, "APPLY_SPECIFIC(run)").c_code_cache_version()
+    write(path, ADD_ONE.replace("1.0", "2.0"))
+    assert Copy(path, "APPLY_SPECIFIC(run)").c_code_cache_version() != first
+
+
+SCRIPT = """
+import sys
+import numpy as np
+import opweave
+from opweave.graph.basic import Apply
+from opweave.link.c.op import ExternalCOp
+
+class AddOne(ExternalCOp):
+    __props__ = ()
+    def __init__(self):
+        super().__init__("./op.c", "APPLY_SPECIFIC(run)")
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+x = opweave.tensor.dvector()
+f = opweave.function([x], AddOne()(x))
+print(f.cache_outcome, f(np.array([1.0]))[0])
+"""
+
+
+def test_edited_c_file_is_recompiled_in_a_fresh_process(tmp_path: Path) -> None:
+    write(tmp_path / "op.c", ADD_ONE)
+    write(tmp_path / "run_op.py", SCRIPT)
+    env = dict(os.environ)
+
+    def run() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, str(tmp_path / "run_op.py")],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        return done.stdout.split()
+
+    assert run() == ["built", "2.0"]
+    assert run() == ["hit", "2.0"]
+    write(tmp_path / "op.c", ADD_ONE.replace("v + 1.0", "v + 10.0"))
+    assert run() == ["built", "11.0"]
