@@ -88,3 +88,11 @@ def ticking_thread() -> Iterator[list[int]]:
     finally:
         stop.set()
         thread.join()
+
+
+def compiled_modules() -> list[dict[str, object]]:
+    """The graph modules in the current cache (precompiled preludes, which
+    are entries too, left out)."""
+    from opweave.link.c.cmodule import get_module_cache
+
+    return [e for e in get_module_cache().list() if " -shared " in str(e["command"])]

@@ -134,15 +134,25 @@ def test_c_no_compile_args_removes_a_default_flag() -> None:
     assert len(commands) == 1 and "-fno-math-errno" not in commands[0]
 
 
-def test_check_input_false_drops_the_dtype_typedef_and_checks() -> None:
+def test_check_input_false_drops_checks_except_on_graph_inputs() -> None:
     class Unchecked(Scale):
         check_input = False
 
     x = dvector("x")
-    text = CLinker().accept(opweave.graph.FunctionGraph([x], [Unchecked()(x)])).get_src_code()
-    assert "typedef npy_float64 dtype_V1" not in text
-    checked = CLinker().accept(opweave.graph.FunctionGraph([x], [Scale()(x)])).get_src_code()
-    assert "typedef npy_float64 dtype_V1" in checked
+    # An intermediate result made and used only by unchecked ops loses its
+    # typedef and checks.
+    graph = opweave.graph.FunctionGraph([x], [Unchecked()(Unchecked()(x))])
+    text = CLinker().accept(graph).get_src_code()
+    assert "typedef npy_float64 dtype_V1" in text
+    assert "typedef npy_float64 dtype_V2" not in text
+    checked = CLinker().accept(opweave.graph.FunctionGraph([x], [Scale()(Scale()(x))]))
+    assert "typedef npy_float64 dtype_V2" in checked.get_src_code()
+    # Graph inputs stay checked: the checks are what turns a bad argument
+    # into a TypeError instead of a misread pointer.
+    f = function([x], Unchecked()(x))
+    with pytest.raises(TypeError, match="input 0"):
+        f("not an array")
+    np.testing.assert_array_equal(f([1.0, 2.0]), [2.0, 4.0])
 
 
 def test_c_compiler_is_honoured() -> None:

@@ -16,10 +16,11 @@ from typing import Any
 
 from opweave import _core
 from opweave.compile.mode import Mode, get_mode
-from opweave.graph.basic import Constant, Variable
+from opweave.compile.rewrite import prepare
+from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-from opweave.graph.op import Op
 from opweave.graph.utils import MethodNotDefined
+from opweave.link.c.opwise import has_perform
 
 __all__ = ["Function", "function"]
 
@@ -115,50 +116,6 @@ class _Fallback:
             raise
 
 
-class _PerformRunner:
-    """Runs a graph node by node with each op's Python ``perform``."""
-
-    def __init__(self, fgraph: FunctionGraph, inputs: _Inputs, single: bool) -> None:
-        self.fgraph = fgraph
-        self.nodes = fgraph.toposort()
-        self.inputs = inputs
-        self.single = single
-        for index, node in enumerate(self.nodes):
-            perform = getattr(type(node.op), "perform", None)
-            if perform is None or perform is Op.perform:
-                raise MethodNotDefined(
-                    f"node {index} ({node.op}) has no Python implementation: "
-                    f"{type(node.op).__name__} defines no perform; use mode='C'"
-                )
-        self.sources = {id(v) for v in fgraph.inputs} | {
-            id(v) for v in fgraph.variables if isinstance(v, Constant)
-        }
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        values = self.inputs.filter(self.inputs.bind(args, kwargs))
-        storage: dict[int, Any] = {
-            id(v): x for v, x in zip(self.fgraph.inputs, values, strict=True)
-        }
-        for variable in self.fgraph.variables:
-            if isinstance(variable, Constant):
-                storage[id(variable)] = variable.data
-        for node in self.nodes:
-            cells: list[list[Any]] = [[None] for _ in node.outputs]
-            node.op.perform(node, [storage[id(v)] for v in node.inputs], cells)
-            for position, (variable, cell) in enumerate(zip(node.outputs, cells, strict=True)):
-                if cell[0] is None:
-                    raise ValueError(f"{node.op}.perform did not set output {position}")
-                storage[id(variable)] = cell[0]
-        results, seen = [], set()
-        for variable in self.fgraph.outputs:
-            value = storage[id(variable)]
-            if id(variable) in self.sources or id(variable) in seen:
-                value = copy.deepcopy(value)
-            seen.add(id(variable))
-            results.append(value)
-        return results[0] if self.single else results
-
-
 def function(
     inputs: Sequence[Variable],
     outputs: Variable | Sequence[Variable],
@@ -183,43 +140,31 @@ def function(
         raise TypeError("inputs must be a list of variables")
     single = isinstance(outputs, Variable)
     output_list = [outputs] if single else list(outputs)  # type: ignore[arg-type]
-    fgraph = FunctionGraph(list(inputs), output_list)
     chosen = get_mode(mode)
+    prepared = prepare(FunctionGraph(list(inputs), output_list), chosen.linker)
+    fgraph = FunctionGraph(list(inputs), prepared.outputs)
     bound = _Inputs(fgraph, name, allow_input_downcast)
-    if chosen.linker == "py":
-        fn = _core.Function(impl=_PerformRunner(fgraph, bound, single), unpack_single=single)
-    elif aliased := _aliased_outputs(fgraph):
-        fn = _copying_function(fgraph, bound, single, trust_input, aliased)
+    if chosen.linker != "c":
+        fn = _node_function(fgraph, bound, single, chosen.linker)
+    elif prepared.copy_in_python:
+        inner = _compiled_function(fgraph, bound, single=False)
+        inner.trust_input = trust_input
+        fn = _copying_function(inner, single, prepared.copy_in_python)
     else:
         fn = _compiled_function(fgraph, bound, single)
     fn.trust_input = trust_input
     fn.name = name
     fn.fgraph = fgraph
     fn.inputs = fgraph.inputs
-    fn.outputs = fgraph.outputs
+    fn.outputs = output_list
     fn.mode = chosen
     return fn
 
 
-def _aliased_outputs(fgraph: FunctionGraph) -> list[int]:
-    """Positions of outputs that would alias an input, a constant or an
-    earlier output."""
-    sources = {id(v) for v in fgraph.inputs}
-    positions, seen = [], set()
-    for position, variable in enumerate(fgraph.outputs):
-        if id(variable) in sources or isinstance(variable, Constant) or id(variable) in seen:
-            positions.append(position)
-        seen.add(id(variable))
-    return positions
-
-
-def _copying_function(
-    fgraph: FunctionGraph, bound: _Inputs, single: bool, trust_input: bool, positions: list[int]
-) -> Any:
-    """A compiled function whose aliasing outputs are returned as copies, so
-    no output shares memory with an input, a constant or another output."""
-    inner = _compiled_function(fgraph, bound, single=False)
-    inner.trust_input = trust_input
+def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
+    """``inner`` (which returns a list) with the outputs at ``positions``
+    deep-copied: the C-mode stand-in for DeepCopyOp on types that registered
+    no C code for it."""
 
     def run(*args: Any, **kwargs: Any) -> Any:
         results = inner(*args, **kwargs)
@@ -230,6 +175,27 @@ def _copying_function(
     fn = _core.Function(impl=run, unpack_single=single)
     fn.source, fn.library, fn.cache_outcome = inner.source, inner.library, inner.cache_outcome
     return fn
+
+
+def _node_function(fgraph: FunctionGraph, bound: _Inputs, single: bool, linker: str) -> Any:
+    """The Python loop over the nodes: ``perform`` everywhere (``"py"``), or
+    each node's own module where it has C code (``"c|py"``)."""
+    from opweave.compile.runner import NodeRunner
+    from opweave.link.c.opwise import OpWiseCLinker, perform_thunk
+
+    nodes = fgraph.toposort()
+    if linker == "py":
+        for index, node in enumerate(nodes):
+            if not has_perform(node.op):
+                raise MethodNotDefined(
+                    f"node {index} ({node.op}) has no Python implementation: "
+                    f"{type(node.op).__name__} defines no perform; use mode='C'"
+                )
+        thunks = [perform_thunk(node) for node in nodes]
+    else:
+        linker_ = OpWiseCLinker()
+        thunks = [linker_.node_thunk(node, index) for index, node in enumerate(nodes)]
+    return _core.Function(impl=NodeRunner(fgraph, bound, single, thunks), unpack_single=single)
 
 
 def _compiled_function(fgraph: FunctionGraph, bound: _Inputs, single: bool) -> Any:

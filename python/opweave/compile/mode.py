@@ -2,6 +2,10 @@
 
 - ``Mode(linker="c")`` or ``mode="C"`` (the default): the whole graph is one
   compiled C module (:class:`opweave.link.c.basic.CLinker`).
+- ``Mode(linker="c|py")`` or ``mode="CVM"``: every node with C code runs
+  its own compiled module (shared by every graph applying the same op to
+  the same types), the others run ``perform``; Python loops over the nodes
+  (:mod:`opweave.link.c.opwise`).
 - ``Mode(linker="py")`` or ``mode="py"``: every node runs its Python
   ``perform``.
 """
@@ -12,7 +16,7 @@ from typing import Any
 
 __all__ = ["Mode", "get_mode"]
 
-_LINKERS = ("c", "py")
+_LINKERS = ("c", "c|py", "py")
 _NAMED = {
     "C": "c",
     "c": "c",
@@ -20,13 +24,17 @@ _NAMED = {
     "py": "py",
     "PY": "py",
     "FAST_COMPILE": "py",
+    "c|py": "c|py",
+    "CVM": "c|py",
+    "C_VM": "c|py",
 }
-_LATER = {"c|py", "CVM", "C_VM", "DebugMode", "DEBUG_MODE"}
+_LATER = {"DebugMode", "DEBUG_MODE"}
 
 
 class Mode:
     """How :func:`opweave.function` runs a graph. ``linker`` is ``"c"`` (one
-    compiled module per graph) or ``"py"`` (Python ``perform`` only).
+    compiled module per graph), ``"c|py"`` (one compiled module per node,
+    ``perform`` for nodes without C code) or ``"py"`` (``perform`` only).
     ``optimizer`` is accepted for compatibility; opweave does not rewrite
     graphs."""
 

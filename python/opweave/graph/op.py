@@ -67,6 +67,18 @@ class Op:
         """Computes the outputs in Python: ``output_storage[i][0] = value``."""
         raise MethodNotDefined(f"{type(self).__name__} has no perform (Python implementation)")
 
+    def do_constant_folding(self, fgraph: Any, node: Apply) -> bool:
+        """Whether :func:`opweave.function` may replace ``node`` by its value
+        when all its inputs are constants. Return False for ops with side
+        effects or state (e.g. a counter kept in the C struct)."""
+        return True
+
+    def python_constant_folding(self, node: Apply) -> bool:
+        """Whether constant folding should run ``perform`` rather than
+        compile the node's C code (worth it when the C compile costs more
+        than the Python computation)."""
+        return False
+
     # --- __props__ -----------------------------------------------------------
 
     def _props(self) -> tuple[Any, ...]:

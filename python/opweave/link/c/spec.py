@@ -205,9 +205,11 @@ class _Builder:
     def add_input(self, position: int, variable: Variable) -> None:
         name, block = self.names[id(variable)], position + 1
         sub = self.type_sub(name, block, fail_run(block))
-        check = self.check_for_variable(variable)
-        declare = self.type_code(variable, "c_declare", sub, check_input=check)
-        extract = self.type_code(variable, "c_extract", sub, check_input=check)
+        # Graph inputs are always checked, whatever their users' check_input:
+        # the checks are what sends an inexact argument to Type.filter rather
+        # than into C code that would misread it.
+        declare = self.type_code(variable, "c_declare", sub, check_input=True)
+        extract = self.type_code(variable, "c_extract", sub, check_input=True)
         cleanup = self.type_code(variable, "c_cleanup", sub)
         sync = self.sync_outputs(variable)
         self.run_blocks.append(
