@@ -72,8 +72,13 @@ def get_params(node: Apply, what: str) -> Any:
         return _NO_PARAMS
     try:
         value = hook(node)
-    except MethodNotDefined:
-        return _NO_PARAMS
+    except MethodNotDefined as error:
+        if params_type is None:
+            return _NO_PARAMS
+        raise TypeError(
+            f"{what}: {type(op).__name__} has a params_type ({params_type}) but no "
+            f"params for it: {error}"
+        ) from error
     if value is None:
         return _NO_PARAMS
     if params_type is None:
@@ -178,6 +183,7 @@ class _Builder:
         if value is _NO_PARAMS:
             return None
         params_type = node.op.params_type
+        value = params_type.filter(value)  # e.g. an enum alias becomes its value
         for constant in self.params.values():
             if constant.type == params_type and params_type.values_eq(constant.data, value):
                 return constant

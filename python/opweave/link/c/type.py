@@ -1,13 +1,21 @@
-"""Types with C code: :class:`CType` and :class:`Generic` (any Python object)."""
+"""Types with C code: :class:`CType` and :class:`Generic` (any Python object).
+
+The enumerations (:class:`EnumType`, :class:`EnumList`, :class:`CEnumType`)
+live in :mod:`opweave.link.c.enum_type` and are importable from here too, as
+in PyTensor.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opweave.graph.type import Type
 from opweave.link.c.interface import CLinkerType
 
-__all__ = ["CType", "Generic", "generic"]
+if TYPE_CHECKING:
+    from opweave.link.c.enum_type import CEnumType, EnumList, EnumType
+
+__all__ = ["CEnumType", "CType", "EnumList", "EnumType", "Generic", "generic"]
 
 
 class CType(Type, CLinkerType):
@@ -58,3 +66,16 @@ class Generic(CType):
 
 
 generic = Generic()
+
+
+_ENUM_NAMES = ("CEnumType", "EnumList", "EnumType")
+
+
+def __getattr__(name: str) -> Any:
+    # The enumerations subclass CType, so enum_type imports this module; they
+    # are looked up on first use to keep either import order working.
+    if name in _ENUM_NAMES:
+        from opweave.link.c import enum_type
+
+        return getattr(enum_type, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
