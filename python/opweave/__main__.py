@@ -37,7 +37,7 @@ def _print_runs(title: str, runs: list) -> None:
     print(title)
     for run in runs:
         mark = "ok" if run.ok else "WRONG"
-        print(f"  {run.name:<38} {run.outcome:<14} {run.seconds * 1000:8.1f} ms  {mark}")
+        print(f"  {run.name:<40} {run.outcome:<14} {run.seconds * 1000:8.1f} ms  {mark}")
         print(f"      {run.shown}")
 
 

@@ -72,6 +72,35 @@ def _vector_times_vector() -> tuple[Any, str, bool]:
     return (f, seconds), f"int32*float32 = {first}, (x*y)*x = {second}", bool(ok)
 
 
+def _external_vector_times_vector() -> tuple[Any, str, bool]:
+    import numpy as np
+
+    import opweave
+    from opweave.examples.external_vector_times_vector import VectorTimesVector
+
+    op = VectorTimesVector()
+    x, y = opweave.tensor.fvector("x"), opweave.tensor.vector("y", dtype="int16")
+    f, seconds = _timed(lambda: opweave.function([x, y], op(x, y)))
+    a, b = np.array([0.5, 1.5, 2.5], dtype="float32"), np.array([2, 4, 6], dtype="int16")
+    result = f(a, b)
+    return (f, seconds), f"float32*int16 = {result}", bool(np.array_equal(result, a * b))
+
+
+def _quadratic_params() -> tuple[Any, str, bool]:
+    import numpy as np
+
+    import opweave
+    from opweave.examples.quadratic import QuadraticExternal
+
+    x = opweave.tensor.dmatrix("x")
+    outputs = [QuadraticExternal(1, 0, 0)(x), QuadraticExternal(0, 2, -1)(x)]
+    f, seconds = _timed(lambda: opweave.function([x], outputs))
+    values = np.arange(4.0).reshape(2, 2)
+    squares, lines = f(values)
+    ok = np.array_equal(squares, values**2) and np.array_equal(lines, 2 * values - 1)
+    return (f, seconds), f"x**2, 2x-1 (params) = {squares.ravel()}, {lines.ravel()}", bool(ok)
+
+
 def _double_ops() -> tuple[Any, str, bool]:
     import opweave
     from opweave.examples.double_ops import add, double, mul
@@ -85,6 +114,8 @@ def _double_ops() -> tuple[Any, str, bool]:
 _EXAMPLES: dict[str, Callable[[], tuple[Any, str, bool]]] = {
     "VectorTimesScalar": _vector_times_scalar,
     "VectorTimesVector (2 dtypes, chained)": _vector_times_vector,
+    "VectorTimesVector (ExternalCOp, .c file)": _external_vector_times_vector,
+    "Quadratic (params, ExternalCOp)": _quadratic_params,
     "double: BinaryDoubleOp": _double_ops,
 }
 

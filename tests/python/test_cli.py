@@ -24,6 +24,12 @@ def run_cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProces
     )
 
 
+def demo_examples() -> list[str]:
+    from opweave.demo import _EXAMPLES
+
+    return list(_EXAMPLES)
+
+
 @pytest.mark.slow
 def test_demo_compiles_then_hits_from_a_fresh_process() -> None:
     result = run_cli("demo")
@@ -31,10 +37,13 @@ def test_demo_compiles_then_hits_from_a_fresh_process() -> None:
     lines = result.stdout.splitlines()
     fresh = lines.index(next(line for line in lines if line.startswith("a fresh process")))
     this_process, fresh_process = lines[1:fresh], lines[fresh + 1 :]
+    count = len(demo_examples())
+    assert count >= 5
     example_lines = [line for line in this_process if line.endswith(" ok")]
-    assert len(example_lines) == 3 and all(" built " in line for line in example_lines)
+    assert len(example_lines) == count and all(" built " in line for line in example_lines)
     hits = [line for line in fresh_process if line.endswith(" ok")]
-    assert len(hits) == 3 and all(" hit " in line for line in hits)
+    assert len(hits) == count and all(" hit " in line for line in hits)
+    assert "float32*int16 = [ 1.  6. 15.]" in result.stdout
     assert "mul(add(x, y), z)(1, 2, 3) = 9.0" in result.stdout
 
 
