@@ -252,3 +252,100 @@ def test_edited_c_file_is_recompiled_in_a_fresh_process(tmp_path: Path) -> None:
     assert run() == ["hit", "2.0"]
     write(tmp_path / "op.c", ADD_ONE.replace("v + 1.0", "v + 10.0"))
     assert run() == ["built", "11.0"]
+
+
+THEANO_OP = '''
+import theano
+from theano import gof
+
+class VectorTimesVector(gof.COp):
+    __props__ = ()
+
+    func_file = "./vectorTimesVector.c"
+    func_name = "APPLY_SPECIFIC(vector_times_vector)"
+
+    def __init__(self):
+        super(VectorTimesVector, self).__init__(self.func_file,
+                                                self.func_name)
+
+    def make_node(self, x, y):
+        # Validate the inputs' type
+        if x.type.ndim != 1:
+            raise TypeError('x must be a 1-d vector')
+        if y.type.ndim != 1:
+            raise TypeError('y must be a 1-d vector')
+
+        # Create an output variable of the same type as x
+        output_var = theano.tensor.TensorType(
+                        dtype=theano.scalar.upcast(x.dtype, y.dtype),
+                        broadcastable=[False])()
+
+        return gof.Apply(self, [x, y], [output_var])
+'''
+
+
+def test_theano_tutorial_gof_cop_runs_with_imports_renamed(tmp_path: Path) -> None:
+    import importlib.util
+
+    source = Path(sys.modules[VectorTimesVector.__module__].__file__).with_name(
+        "vectorTimesVector.c"
+    )
+    (tmp_path / "vectorTimesVector.c").write_text(source.read_text())
+    module_path = tmp_path / "theano_vtv.py"
+    module_path.write_text(THEANO_OP.replace("theano", "opweave"))
+    spec = importlib.util.spec_from_file_location("theano_vtv", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, y = vector("x", dtype="int32"), fvector("y")
+    f = opweave.function([x, y], module.VectorTimesVector()(x, y))
+    out = f(np.array([1, 2, 3], dtype="int32"), np.array([0.5, 0.5, 2.0], dtype="float32"))
+    assert out.dtype == np.float64  # upcast(int32, float32)
+    np.testing.assert_array_equal(out, [0.5, 1.0, 6.0])
+
+
+STRUCT_SECTIONS = """
+#section support_code
+static int opw_module_inits = 0;
+
+#section init_code_apply
+opw_module_inits += 1;
+
+#section support_code_struct
+npy_int64 APPLY_SPECIFIC(calls);
+int* APPLY_SPECIFIC(buffer);
+
+#section init_code_struct
+APPLY_SPECIFIC(calls) = 0;
+APPLY_SPECIFIC(buffer) = (int*)malloc(16 * sizeof(int));
+if (APPLY_SPECIFIC(buffer) == NULL) {
+    PyErr_NoMemory();
+    FAIL;
+}
+
+#section cleanup_code_struct
+free(APPLY_SPECIFIC(buffer));
+APPLY_SPECIFIC(buffer) = NULL;
+
+#section code
+APPLY_SPECIFIC(calls) += 1;
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_CORDER);
+if (!OUTPUT_0) FAIL;
+((DTYPE_OUTPUT_0*)PyArray_DATA(OUTPUT_0))[0] = (DTYPE_OUTPUT_0)APPLY_SPECIFIC(calls);
+((DTYPE_OUTPUT_0*)PyArray_DATA(OUTPUT_0))[1] = (DTYPE_OUTPUT_0)opw_module_inits;
+"""
+
+
+def test_struct_sections_keep_state_per_function_and_init_code_apply_runs_at_load(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "state.c", STRUCT_SECTIONS)
+    x = dvector("x")
+    f = opweave.function([x], Copy(path)(x))
+    g = opweave.function([x], Copy(path)(x))  # same module, a struct of its own
+    data = np.zeros(2)
+    assert [f(data)[0] for _ in range(3)] == [1.0, 2.0, 3.0]
+    assert g(data)[0] == 1.0
+    # init_code_apply ran once, when the module was loaded, not per function.
+    assert f(data)[1] == 1.0 and g(data)[1] == 1.0
+    assert f.library == g.library

@@ -64,11 +64,23 @@ class ExternalCOp(COp):
     def _resolve(cls, path: Path) -> Path:
         if path.is_absolute():
             return path
+        return (cls._defining_folder() / path).resolve()
+
+    @classmethod
+    def _defining_folder(cls) -> Path:
+        """The folder of the file defining the (most derived) class: from its
+        module, else from the code of one of its methods (for a module run
+        with exec or loaded without sys.modules), else the working folder."""
         try:
-            folder = Path(inspect.getfile(cls)).resolve().parent
+            return Path(inspect.getfile(cls)).resolve().parent
         except (TypeError, OSError):
-            folder = Path.cwd()
-        return (folder / path).resolve()
+            pass
+        for value in vars(cls).values():
+            code = getattr(value, "__code__", None)
+            filename = getattr(code, "co_filename", "")
+            if filename and not filename.startswith("<"):
+                return Path(filename).resolve().parent
+        return Path.cwd()
 
     # --- helpers -------------------------------------------------------------
 
