@@ -254,7 +254,7 @@ def test_edited_c_file_is_recompiled_in_a_fresh_process(tmp_path: Path) -> None:
     assert run() == ["built", "11.0"]
 
 
-THEANO_OP = '''
+THEANO_OP = """
 import theano
 from theano import gof
 
@@ -281,7 +281,7 @@ class VectorTimesVector(gof.COp):
                         broadcastable=[False])()
 
         return gof.Apply(self, [x, y], [output_var])
-'''
+"""
 
 
 def test_theano_tutorial_gof_cop_runs_with_imports_renamed(tmp_path: Path) -> None:

@@ -551,7 +551,5 @@ def test_params_type_without_params_and_params_without_params_type_are_errors() 
     x = opweave.tensor.dvector("x")
     with pytest.raises(TypeError, match=r"NoParams has a params_type .* but no params"):
         opweave.function([x], NoParams()(x))
-    with pytest.raises(
-        TypeError, match="returned a value but the op has no params_type"
-    ):
+    with pytest.raises(TypeError, match="returned a value but the op has no params_type"):
         opweave.function([x], NoType()(x))

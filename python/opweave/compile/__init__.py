@@ -1,8 +1,30 @@
-"""Compiling graphs into callables: :func:`function` and the modes."""
+"""Compiling graphs into callables: :func:`function` and the modes, and the
+built-in ops :class:`ViewOp` and :class:`DeepCopyOp` (loaded on first use)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from opweave.compile.function import Function, function
 from opweave.compile.mode import Mode, get_mode
 
-__all__ = ["Function", "Mode", "function", "get_mode"]
+_OPS = (
+    "DeepCopyOp",
+    "ViewOp",
+    "deep_copy_op",
+    "register_deep_copy_op_c_code",
+    "register_view_op_c_code",
+    "view_op",
+)
+
+__all__ = ["Function", "Mode", "function", "get_mode", *_OPS]
+
+
+def __getattr__(name: str) -> Any:
+    # The built-in ops register the C code of the tensor and scalar types, so
+    # they are imported only when asked for.
+    if name in _OPS:
+        from opweave.compile import ops
+
+        return getattr(ops, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
