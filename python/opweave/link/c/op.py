@@ -139,23 +139,25 @@ class ExternalCOp(COp):
             raise NotImplementedError(
                 f"{type(self).__name__} has no '#section code' block and no func_name"
             )
-        macros = (
-            self._apply_macros(node, name)
-            + _sections.sub_macros(sub)
-            + _sections.io_macros(inputs, outputs)
+        return _sections.wrap(
+            self._text("code"), self._code_macros(node, name, inputs, outputs, sub)
         )
-        return _sections.wrap(self._text("code"), macros)
 
     def c_code_cleanup(
         self, node: Any, name: str, inputs: list[str], outputs: list[str], sub: dict[str, str]
     ) -> str:
         """The ``code_cleanup`` sections, with every macro."""
-        macros = (
+        macros = self._code_macros(node, name, inputs, outputs, sub)
+        return _sections.wrap(self._text("code_cleanup"), macros)
+
+    def _code_macros(
+        self, node: Any, name: str, inputs: list[str], outputs: list[str], sub: dict[str, str]
+    ) -> list[tuple[str, str]]:
+        return (
             self._apply_macros(node, name)
             + _sections.sub_macros(sub)
             + _sections.io_macros(inputs, outputs)
         )
-        return _sections.wrap(self._text("code_cleanup"), macros)
 
     def _call_code(
         self, node: Any, name: str, inputs: list[str], outputs: list[str], sub: dict[str, str]
