@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from opweave.link.c._params_c_code import extract_code, struct_members
 from opweave.link.c.enum_type import EnumType
 from opweave.link.c.hooks import as_code_list, call_hook
 from opweave.link.c.type import CType
@@ -478,49 +479,10 @@ class ParamsType(CType):
 
     # --- C side: the struct -------------------------------------------------------
 
-    def _field_sub(self, field: str, position: int) -> dict[str, str]:
-        return {
-            "fail": "{this->setErrorOccurred(); return;}",
-            "id": str(position + 1),
-            "py_ptr": f"py_{field}",
-        }
-
-    def _members(self) -> str:
-        """The struct's body except what names the struct."""
-        declare, init, cleanup, extract, cases = [], [], [], [], []
-        for position, (field, field_type) in enumerate(self.items()):
-            sub = self._field_sub(field, position)
-            declare.append(field_type.c_declare(field, sub))
-            init.append(field_type.c_init(field, sub))
-            cleanup.append(field_type.c_cleanup(field, sub))
-            extract.append(
-                f"void opweave_extract_{field}(PyObject* py_{field}) {{\n"
-                f"{field_type.c_extract(field, sub)}\n}}\n"
-            )
-            cases.append(f"case {position}: opweave_extract_{field}(object); break;\n")
-        return (
-            "int opweave_errors;\n"
-            + "".join(declare)
-            + "void opweave_init() {\nopweave_errors = 0;\n"
-            + "".join(init)
-            + "}\nvoid cleanup() {\n"
-            + "".join(cleanup)
-            + "}\n"
-            + "".join(extract)
-            + "void extract(PyObject* object, int field_pos) {\n"
-            "switch (field_pos) {\n" + "".join(cases) + "default:\n"
-            '    PyErr_Format(PyExc_TypeError, "ParamsType: no field at position %d", field_pos);\n'
-            "    setErrorOccurred();\n"
-            "    break;\n"
-            "}\n}\n"
-            "void setErrorOccurred() { ++opweave_errors; }\n"
-            "int errorOccurred() const { return opweave_errors; }\n"
-        )
-
     def _struct_code(self) -> tuple[str, str]:
         """``(struct name, its definition)``, computed once."""
         if self._struct is None:
-            members = self._members()
+            members = struct_members(self.items())
             name = f"OpweaveParams_{_sha256(','.join(self.fields))[:16]}_{_sha256(members)[:32]}"
             guard = f"OPWEAVE_PARAMS_{name.upper()}"
             field_list = ", ".join(f"{f}: {t}" for f, t in self.items()).replace("*/", "* /")
@@ -559,40 +521,7 @@ class ParamsType(CType):
         ``py_<name>`` (a :class:`Params`). None raises ValueError; another
         non-dict or a missing field raises TypeError; a field's own
         extraction error is raised again naming the field."""
-        fail = sub["fail"]
-        what = f"ParamsType({', '.join(self.fields)})"
-        code = (
-            f"{name} = NULL;\n"
-            f"if (py_{name} == Py_None) {{\n"
-            f'    PyErr_SetString(PyExc_ValueError, "{what}: expected a Params value, got None");\n'
-            f"    {fail}\n"
-            "}\n"
-            f"if (!PyDict_Check(py_{name})) {{\n"
-            f'    PyErr_Format(PyExc_TypeError, "{what}: expected a Params value (a dict of '
-            f'its fields), got %s", Py_TYPE(py_{name})->tp_name);\n'
-            f"    {fail}\n"
-            "}\n"
-            f"{name} = new (std::nothrow) {self.name};\n"
-            f"if (!{name}) {{\n    PyErr_NoMemory();\n    {fail}\n}}\n"
-        )
-        for position, field in enumerate(self.fields):
-            item = f"field_{name}_{position}"
-            code += (
-                "{\n"
-                f'PyObject* {item} = PyDict_GetItemString(py_{name}, "{field}");\n'
-                f"if (!{item}) {{\n"
-                f'    PyErr_SetString(PyExc_TypeError, "{what}: the params value has no '
-                f"field '{field}'\");\n"
-                f"    {fail}\n"
-                "}\n"
-                f"{name}->extract({item}, {position});\n"
-                f"if ({name}->errorOccurred()) {{\n"
-                f'    opweave_params_error_context("{field}");\n'
-                f"    {fail}\n"
-                "}\n"
-                "}\n"
-            )
-        return code
+        return extract_code(name, sub["fail"], self.name, self.fields)
 
     def c_sync(self, name: str, sub: dict[str, str]) -> str:
         """Raises NotImplementedError: a ParamsType cannot be an output."""
