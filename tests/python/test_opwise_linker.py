@@ -143,3 +143,16 @@ def test_a_node_with_neither_c_nor_perform_is_an_error_at_compile_time() -> None
     x = dvector("x")
     with pytest.raises(MissingCCode, match=r"node 0 \(Nothing\) can run neither"):
         opweave.function([x], Nothing()(x), mode="c|py")
+
+
+def test_linker_spellings_name_the_per_node_linker() -> None:
+    from opweave.link.c.basic import CLinker, OpWiseCLinker
+
+    for spelling in ("c|py", "CVM", "cvm", "vm", OpWiseCLinker()):
+        assert Mode(linker=spelling) == Mode("c|py")
+    assert Mode(linker=CLinker()) == Mode("c")
+    with pytest.raises(TypeError, match="linker must be"):
+        Mode(linker=object())
+    x = dvector("x")
+    f = opweave.function([x], TwoWays()(x), mode=Mode(linker=OpWiseCLinker()))
+    np.testing.assert_array_equal(f(np.zeros(1)), [1.0])

@@ -26,7 +26,9 @@ _NAMED = {
     "FAST_COMPILE": "py",
     "c|py": "c|py",
     "CVM": "c|py",
+    "cvm": "c|py",
     "C_VM": "c|py",
+    "vm": "c|py",
 }
 _LATER = {"DebugMode", "DEBUG_MODE"}
 
@@ -38,7 +40,8 @@ class Mode:
     ``optimizer`` is accepted for compatibility; opweave does not rewrite
     graphs."""
 
-    def __init__(self, linker: str = "c", optimizer: Any = None) -> None:
+    def __init__(self, linker: Any = "c", optimizer: Any = None) -> None:
+        linker = _linker_name(linker)
         if linker in _LATER:
             raise NotImplementedError(f"linker {linker!r} is not available yet in opweave")
         if linker not in _LINKERS:
@@ -54,6 +57,20 @@ class Mode:
 
     def __repr__(self) -> str:
         return f"Mode(linker={self.linker!r})"
+
+
+def _linker_name(linker: Any) -> Any:
+    """A linker given as an object (``CLinker()``, ``OpWiseCLinker()``) or a
+    PyTensor name (``"cvm"``), as one of the names in ``_LINKERS``."""
+    if not isinstance(linker, str):
+        kind = type(linker).__name__
+        known = {"CLinker": "c", "OpWiseCLinker": "c|py", "PerformLinker": "py"}
+        if kind in known:
+            return known[kind]
+        raise TypeError(f"linker must be a name or a CLinker/OpWiseCLinker, got {kind}")
+    if linker in _LINKERS or linker in _LATER:
+        return linker
+    return _NAMED.get(linker, linker)
 
 
 def get_mode(mode: str | Mode | None) -> Mode:

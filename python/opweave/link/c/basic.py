@@ -22,9 +22,10 @@ from opweave.errors import CompileError, OpweaveError
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
 from opweave.link.c.hooks import call_hook
+from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 
-__all__ = ["CLinker", "CompiledGraph", "MissingCCode"]
+__all__ = ["CLinker", "CompiledGraph", "MissingCCode", "OpWiseCLinker"]
 
 _log = logging.getLogger(__name__)
 
