@@ -83,6 +83,7 @@ def test_node_modules_are_shared_by_graphs_using_the_same_op_and_types() -> None
     # Python node. Nothing new to compile.
     g = opweave.function([x, y, z], PyPlusOne()(op(op(x, y), z)), mode="c|py")
     assert len(compiled_modules()) == 1
+    assert f.node_outcomes == ["built"] and g.node_outcomes == ["hit", "hit", None]
     np.testing.assert_array_equal(g(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [7.0, 7.0])
     np.testing.assert_array_equal(f(np.ones(2), np.full(2, 5.0)), [5.0, 5.0])
     # Other input types are another module.

@@ -195,7 +195,11 @@ def _node_function(fgraph: FunctionGraph, bound: _Inputs, single: bool, linker: 
     else:
         linker_ = OpWiseCLinker()
         thunks = [linker_.node_thunk(node, index) for index, node in enumerate(nodes)]
-    return _core.Function(impl=NodeRunner(fgraph, bound, single, thunks), unpack_single=single)
+    fn = _core.Function(impl=NodeRunner(fgraph, bound, single, thunks), unpack_single=single)
+    # Per node: "hit", "built" or "built_by_other" for a compiled module,
+    # None for a node that runs perform.
+    fn.node_outcomes = [getattr(thunk, "outcome", None) for thunk in thunks]
+    return fn
 
 
 def _compiled_function(fgraph: FunctionGraph, bound: _Inputs, single: bool) -> Any:
