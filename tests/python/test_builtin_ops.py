@@ -505,3 +505,16 @@ def test_importing_the_modules_registers_the_builtin_types() -> None:
             check=False,
         )
         assert result.returncode == 0, result.stderr
+
+
+def test_shape_i_helper_uses_the_static_shape_or_the_op() -> None:
+    from opweave.graph.basic import Constant
+    from opweave.tensor.shape import shape_i
+
+    x = TensorType("float64", shape=(3, None))("x")
+    known = shape_i(x, 0)
+    assert isinstance(known, Constant) and int(known.data) == 3
+    unknown = shape_i(x, 1)
+    assert isinstance(unknown.owner.op, Shape_i) and unknown.owner.op.i == 1
+    f = opweave.function([x], [known, unknown])
+    assert [int(v) for v in f(np.ones((3, 7)))] == [3, 7]

@@ -37,6 +37,7 @@ __all__ = [
     "register_shape_c_code",
     "register_shape_i_c_code",
     "shape",
+    "shape_i",
 ]
 
 
@@ -255,6 +256,17 @@ if ((npy_int64)(%(i)s) >= (npy_int64)PyArray_NDIM(%(iname)s)) {
 }
 """
 )
+
+
+def shape_i(var: Any, i: int) -> Variable:
+    """The length of dimension ``i`` of ``var``: ``Shape_i(i)(var)``, an
+    int64 0-d tensor (a constant if the static shape knows it)."""
+    variable = _as_variable(var)
+    static = getattr(variable.type, "shape", None)
+    if static is not None and 0 <= i < len(static) and static[i] is not None:
+        return as_tensor_variable(np.int64(static[i]))
+    return Shape_i(i)(variable)
+
 
 _TENSOR_SHAPE_I = """
 {
