@@ -11,6 +11,7 @@ import pytest
 from helpers import compiled_modules
 
 import opweave
+from opweave.errors import CompileError
 from opweave.graph.basic import Apply
 from opweave.link.c.enum_type import CEnumType, EnumList, EnumType
 from opweave.link.c.op import COp
@@ -128,8 +129,10 @@ def test_support_code_defines_every_constant_in_name_order() -> None:
     with pytest.raises(ValueError, match="does not fit"):
         EnumType(NEG=-3, ctype="unsigned long long")
     enum = EnumType(ZED=-3, ALPHA=("a", 7), MID=2**40, ctype="long long")
-    defines = [line for line in enum.c_support_code().splitlines() if line.startswith("#")]
+    lines = enum.c_support_code().splitlines()
+    defines = [line for line in lines if line.startswith("#define")]
     assert defines == ["#define ALPHA 7", "#define MID 1099511627776", "#define ZED (-3)"]
+    assert "#ifndef MID" in lines and "static_assert(MID == 1099511627776" in "\n".join(lines)
     half = EnumType(HALF=0.5, TWO=2.0, MINUS=-1.25)
     assert "#define HALF 0.5\n" in half.c_support_code()
     assert "#define MINUS (-1.25)\n" in half.c_support_code()
@@ -318,3 +321,44 @@ def test_op_with_cenumtype(mode: str) -> None:
     assert f(np.uint32(7)) == [1_000_007, 1_000_000_007, 2_000_000_007]
     # The Python value is the index; C holds the header's constant.
     assert Big.params_type.filter("billion") == 1
+
+
+@pytest.mark.parametrize("mode", ["c", "c|py", "py"])
+def test_two_enums_with_one_name_for_two_values_do_not_compile_silently(mode: str) -> None:
+    class Pick(COp):
+        __props__ = ("order",)
+
+        def __init__(self, order):
+            self.order = order
+            self.params_type = EnumList(*order)
+
+        def get_params(self, node):
+            return "ADD"
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, outputs):
+            params = self.params_type.filter(self.get_params(node))
+            outputs[0][0] = inputs[0] + (1 if params == self.params_type.ADD else -1)
+
+        def c_code(self, node, name, inp, out, sub):
+            (x,), (z,) = inp, out
+            return f"{z} = {x} + (({sub['params']} == ADD) ? 1 : -1);"
+
+    x = int32("x")
+    graph = [Pick(("ADD", "SUB"))(x), Pick(("SUB", "ADD"))(x)]
+    if mode == "c":
+        # Both #define ADD, as 0 and as 1: the compile stops with a clear message
+        # instead of letting one definition win for both nodes.
+        with pytest.raises(CompileError, match="enum constant ADD has two different values"):
+            opweave.function([x], graph, mode=mode)
+    else:
+        assert opweave.function([x], graph, mode=mode)(np.int32(5)) == [6, 6]
+
+
+def test_enum_names_the_generated_module_uses_are_refused() -> None:
+    for name in ("V1", "NPY_FLOAT64", "OPWEAVE_X", "PY_SSIZE_T_CLEAN"):
+        with pytest.raises(AttributeError, match="taken in generated modules"):
+            EnumList(name)
+    assert CEnumType("NPY_FLOAT64").NPY_FLOAT64 == 0  # a header's constant: fine

@@ -349,3 +349,37 @@ def test_struct_sections_keep_state_per_function_and_init_code_apply_runs_at_loa
     # init_code_apply ran once, when the module was loaded, not per function.
     assert f(data)[1] == 1.0 and g(data)[1] == 1.0
     assert f.library == g.library
+
+
+def test_files_without_final_newline_form_feeds_and_bad_encodings(tmp_path: Path) -> None:
+    first = tmp_path / "a.c"
+    first.write_text("#section support_code\nstatic int opw_a = 1;")  # no final newline
+    second = write(tmp_path / "b.c", ADD_ONE)
+    x = dvector("x")
+    f = opweave.function([x], Copy([first, second], "APPLY_SPECIFIC(run)")(x))
+    np.testing.assert_array_equal(f(np.zeros(1)), [1.0])
+    # A form feed is not a line break for the compiler; nor for the #line.
+    feed = tmp_path / "feed.c"
+    feed.write_text("#section support_code\n/*\f*/\nint broken = undefined_here;\n")
+    with pytest.raises(CompileError, match=r"feed\.c:3:"):
+        opweave.function([x], Copy(feed, "f")(x))
+    latin = tmp_path / "latin.c"
+    latin.write_bytes("#section support_code\n/* caf\xe9 */\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin\.c is not UTF-8"):
+        Copy(latin)
+
+
+def test_headers_next_to_the_c_file_are_found_and_their_edits_recompile(tmp_path: Path) -> None:
+    header = tmp_path / "offset.h"
+    header.write_text("#define OPW_OFFSET 1.0\n")
+    path = write(
+        tmp_path / "uses_header.c",
+        '#section support_code\n#include "offset.h"\n'
+        + ADD_ONE.replace("#section support_code\n", "").replace("v + 1.0", "v + OPW_OFFSET"),
+    )
+    x = dvector("x")
+    f = opweave.function([x], Copy(path, "APPLY_SPECIFIC(run)")(x))
+    assert f(np.zeros(1))[0] == 1.0
+    header.write_text("#define OPW_OFFSET 5.0\n")
+    g = opweave.function([x], Copy(path, "APPLY_SPECIFIC(run)")(x))
+    assert g.cache_outcome == "built" and g(np.zeros(1))[0] == 5.0

@@ -137,3 +137,58 @@ def test_errors_while_folding_name_the_node() -> None:
     with pytest.raises(ArithmeticError) as info:
         opweave.function([], Fails()(constant(np.ones(1))))
     assert any("folding the constant node" in note for note in info.value.__notes__)
+
+
+class AsView(Op):
+    """Returns a NumPy view of its input (declared in view_map)."""
+
+    __props__ = ()
+    view_map = {0: [0]}  # noqa: RUF012
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0].view()
+
+
+@pytest.mark.parametrize("mode", ["c|py", "py"])
+def test_views_of_inputs_and_of_each_other_are_copied(mode: str) -> None:
+    from opweave.compile.ops import view_op
+
+    x = dvector("x")
+    data = np.array([1.0, 2.0])
+    f = opweave.function([x], [AsView()(x), view_op(x), view_op(x)], mode=mode)
+    first, second, third = f(data)
+    for result in (first, second, third):
+        np.testing.assert_array_equal(result, data)
+        assert not np.shares_memory(result, data)
+    assert not np.shares_memory(second, third)
+
+
+def test_a_view_of_an_intermediate_is_copied_in_c_mode() -> None:
+    from opweave.examples.vector_times_vector import VectorTimesVector
+
+    from opweave.compile.ops import view_op
+
+    x, y = dvector("x"), dvector("y")
+    # VectorTimesVector reuses its output array between calls in the
+    # whole-graph module; the caller's result must not change with it.
+    f = opweave.function([x, y], view_op(VectorTimesVector()(x, y)))
+    assert ops_of(f)[-1] == "DeepCopyOp"
+    first = f(np.ones(3), np.ones(3))
+    f(np.full(3, 2.0), np.ones(3))
+    np.testing.assert_array_equal(first, [1.0, 1.0, 1.0])
+
+
+def test_optimizer_none_turns_folding_off_but_keeps_copies() -> None:
+    from opweave.compile.mode import Mode
+
+    k = constant(np.array([1.0, 2.0]))
+    f = opweave.function([], TwoWays()(k), mode=Mode(linker="c", optimizer=None))
+    assert ops_of(f) == ["TwoWays"]
+    np.testing.assert_array_equal(f(), [2.0, 3.0])
+    x = dvector("x")
+    g = opweave.function([x], x, mode=Mode(linker="py", optimizer="None"))
+    assert ops_of(g) == ["DeepCopyOp"]
+    assert Mode("c", optimizer=None) != Mode("c") and not Mode("c", None).folds_constants

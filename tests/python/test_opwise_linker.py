@@ -157,3 +157,33 @@ def test_linker_spellings_name_the_per_node_linker() -> None:
     x = dvector("x")
     f = opweave.function([x], TwoWays()(x), mode=Mode(linker=OpWiseCLinker()))
     np.testing.assert_array_equal(f(np.zeros(1)), [1.0])
+
+
+def test_constant_inputs_reach_c_code_as_constants() -> None:
+    from opweave.graph.basic import Constant
+    from opweave.tensor import constant
+
+    class AddConstant(COp):
+        """Writes the constant's value into its C code, as an op may."""
+
+        __props__ = ()
+
+        def make_node(self, x, k):
+            return Apply(self, [x, k], [x.type()])
+
+        def c_code(self, node, name, inp, out, sub):
+            assert isinstance(node.inputs[1], Constant)
+            value = float(node.inputs[1].data)
+            (x, _), (z,) = inp, out
+            return f"""
+            Py_XDECREF({z});
+            {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
+            if (!{z}) {sub["fail"]}
+            for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
+                ((double*)PyArray_DATA({z}))[i] += {value!r};
+            """
+
+    x = dvector("x")
+    for mode in ("c", "c|py"):
+        f = opweave.function([x], AddConstant()(x, constant(4.0)), mode=mode)
+        np.testing.assert_array_equal(f(np.ones(2)), [5.0, 5.0])

@@ -553,3 +553,31 @@ def test_params_type_without_params_and_params_without_params_type_are_errors() 
         opweave.function([x], NoParams()(x))
     with pytest.raises(TypeError, match="returned a value but the op has no params_type"):
         opweave.function([x], NoType()(x))
+
+
+def test_params_holding_arrays_in_a_generic_field_compile_for_two_nodes() -> None:
+    class WithArray(COp):
+        __props__ = ("tag",)
+        params_type = ParamsType(g=generic)
+
+        def __init__(self, tag):
+            self.tag = tag
+            self.g = np.arange(3.0) + tag
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def c_code(self, node, name, inp, out, sub):
+            (z,) = out
+            return f"""
+            Py_XDECREF({z});
+            {z} = (PyArrayObject*)PyArray_FromAny({sub["params"]}->g,
+                PyArray_DescrFromType(NPY_FLOAT64), 1, 1, NPY_ARRAY_ENSURECOPY, NULL);
+            if (!{z}) {sub["fail"]}
+            """
+
+    x = dvector("x")
+    f = opweave.function([x], [WithArray(0)(x), WithArray(10)(x)])
+    first, second = f(np.zeros(3))
+    np.testing.assert_array_equal(first, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(second, [10.0, 11.0, 12.0])

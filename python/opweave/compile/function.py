@@ -141,7 +141,9 @@ def function(
     single = isinstance(outputs, Variable)
     output_list = [outputs] if single else list(outputs)  # type: ignore[arg-type]
     chosen = get_mode(mode)
-    prepared = prepare(FunctionGraph(list(inputs), output_list), chosen.linker)
+    prepared = prepare(
+        FunctionGraph(list(inputs), output_list), chosen.linker, chosen.folds_constants
+    )
     fgraph = FunctionGraph(list(inputs), prepared.outputs)
     bound = _Inputs(fgraph, name, allow_input_downcast)
     if chosen.linker != "c":

@@ -37,10 +37,13 @@ class Mode:
     """How :func:`opweave.function` runs a graph. ``linker`` is ``"c"`` (one
     compiled module per graph), ``"c|py"`` (one compiled module per node,
     ``perform`` for nodes without C code) or ``"py"`` (``perform`` only).
-    ``optimizer`` is accepted for compatibility; opweave does not rewrite
-    graphs."""
+    ``optimizer`` says whether :func:`opweave.function` folds constants:
+    ``None`` or ``"None"`` turns folding off (as PyTensor's ``optimizer=None``
+    turns off its rewrites); any other value, such as the default
+    ``"default"`` or PyTensor's ``"fast_run"``, keeps it. Outputs are
+    protected by DeepCopyOp either way."""
 
-    def __init__(self, linker: Any = "c", optimizer: Any = None) -> None:
+    def __init__(self, linker: Any = "c", optimizer: Any = "default") -> None:
         linker = _linker_name(linker)
         if linker in _LATER:
             raise NotImplementedError(f"linker {linker!r} is not available yet in opweave")
@@ -49,25 +52,40 @@ class Mode:
         self.linker = linker
         self.optimizer = optimizer
 
+    @property
+    def folds_constants(self) -> bool:
+        """Whether functions of this mode fold all-constant nodes."""
+        return self.optimizer is not None and self.optimizer != "None"
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Mode) and other.linker == self.linker
+        return (
+            isinstance(other, Mode)
+            and other.linker == self.linker
+            and other.folds_constants == self.folds_constants
+        )
 
     def __hash__(self) -> int:
-        return hash(self.linker)
+        return hash((self.linker, self.folds_constants))
 
     def __repr__(self) -> str:
-        return f"Mode(linker={self.linker!r})"
+        if self.folds_constants:
+            return f"Mode(linker={self.linker!r})"
+        return f"Mode(linker={self.linker!r}, optimizer=None)"
 
 
 def _linker_name(linker: Any) -> Any:
     """A linker given as an object (``CLinker()``, ``OpWiseCLinker()``) or a
     PyTensor name (``"cvm"``), as one of the names in ``_LINKERS``."""
     if not isinstance(linker, str):
+        from opweave.link.c.basic import CLinker
+        from opweave.link.c.opwise import OpWiseCLinker
+
+        if isinstance(linker, CLinker):
+            return "c"
+        if isinstance(linker, OpWiseCLinker):
+            return "c|py"
         kind = type(linker).__name__
-        known = {"CLinker": "c", "OpWiseCLinker": "c|py", "PerformLinker": "py"}
-        if kind in known:
-            return known[kind]
-        raise TypeError(f"linker must be a name or a CLinker/OpWiseCLinker, got {kind}")
+        raise TypeError(f"linker must be a name, a CLinker or an OpWiseCLinker, got {kind}")
     if linker in _LINKERS or linker in _LATER:
         return linker
     return _NAMED.get(linker, linker)

@@ -5,9 +5,11 @@
   ``do_constant_folding`` says no). ``perform`` computes it when the op's
   ``python_constant_folding(node)`` is true or in ``mode="py"``; otherwise
   the node's own compiled module does (as in ``mode="c|py"``).
-- **output protection**: an output that is an input, a constant or an
-  earlier output is wrapped in :class:`~opweave.compile.ops.DeepCopyOp`,
-  so no output shares memory with an input, a constant or another output.
+- **output protection**: an output that is (or is a view of) an input, a
+  constant or an earlier output is wrapped in
+  :class:`~opweave.compile.ops.DeepCopyOp`, so no output shares memory with
+  an input, a constant or another output. In C mode so is a view of an
+  intermediate result, whose storage the module reuses at the next call.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from opweave.graph.basic import Apply, Constant, Variable, io_toposort
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c.opwise import NodeThunk, OpWiseCLinker, has_perform, perform_thunk
 
-__all__ = ["Prepared", "fold_constants", "prepare", "protect_outputs"]
+__all__ = ["Prepared", "fold_constants", "prepare", "protect_outputs", "view_root"]
 
 
 class Prepared(NamedTuple):
@@ -80,10 +82,18 @@ def protect_outputs(
     sources = {id(v) for v in inputs}
     protected: list[Variable] = []
     in_python: list[int] = []
-    seen: set[int] = set()
+    seen: set[int] = set()  # the roots of the outputs so far
     for position, variable in enumerate(outputs):
-        aliased = id(variable) in sources or isinstance(variable, Constant) or id(variable) in seen
-        seen.add(id(variable))
+        root = view_root(variable)
+        aliased = (
+            id(root) in sources
+            or isinstance(root, Constant)
+            or id(root) in seen
+            # In C mode intermediate results keep their storage between
+            # calls: a view of one would change under the caller's feet.
+            or (root is not variable and linker == "c")
+        )
+        seen.add(id(root))
         if not aliased:
             protected.append(variable)
         elif linker == "c" and type(variable.type) not in DeepCopyOp.c_code_and_version:
@@ -94,7 +104,21 @@ def protect_outputs(
     return Prepared(protected, in_python)
 
 
-def prepare(fgraph: FunctionGraph, linker: str) -> Prepared:
-    """Folds constants, then protects the outputs."""
-    outputs = fold_constants(fgraph, fgraph.outputs, linker)
+def view_root(variable: Variable) -> Variable:
+    """The variable whose memory ``variable`` shares, following the ops'
+    ``view_map`` (and ``destroy_map``: an in-place result is its input)."""
+    while variable.owner is not None:
+        op = variable.owner.op
+        sources = (getattr(op, "view_map", None) or {}).get(variable.index) or (
+            getattr(op, "destroy_map", None) or {}
+        ).get(variable.index)
+        if not sources:
+            break
+        variable = variable.owner.inputs[sources[0]]
+    return variable
+
+
+def prepare(fgraph: FunctionGraph, linker: str, fold: bool = True) -> Prepared:
+    """Folds constants (when ``fold``), then protects the outputs."""
+    outputs = fold_constants(fgraph, fgraph.outputs, linker) if fold else list(fgraph.outputs)
     return protect_outputs(fgraph.inputs, outputs, linker)

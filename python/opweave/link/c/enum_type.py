@@ -27,6 +27,9 @@ __all__ = ["CEnumType", "EnumList", "EnumType"]
 
 _CONSTANT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Names a generated module already uses: its variables (V1, V2, ...) and the
+# prefixes of NumPy's, Python's and opweave's own macros.
+_TAKEN_NAME = re.compile(r"^(V[0-9]+|NPY_.*|PY_.*|OPWEAVE_.*)$")
 
 
 class _CScalar(NamedTuple):
@@ -148,6 +151,10 @@ class EnumType(CType, dict):  # type: ignore[misc]
     numbers; :meth:`filter` also accepts an alias or a constant name.
     """
 
+    # The constants are #defined in the module, so their names must not be
+    # names the module already uses.
+    _defines_names = True
+
     def __init__(
         self, *, ctype: str = "double", cname: str | None = None, **constants: Any
     ) -> None:
@@ -172,6 +179,11 @@ class EnumType(CType, dict):  # type: ignore[misc]
                 raise AttributeError(
                     f"{type(self).__name__}: invalid constant name {name!r}: it must match "
                     f"{_CONSTANT_NAME.pattern} (an upper-case C identifier)"
+                )
+            if self._defines_names and _TAKEN_NAME.match(name):
+                raise AttributeError(
+                    f"{type(self).__name__}: constant name {name!r} is taken in generated "
+                    "modules (V<n> variables, NPY_, PY_ and OPWEAVE_ macros); choose another"
                 )
             if isinstance(given, tuple):
                 if len(given) != 2 or not isinstance(given[0], str) or not given[0]:
@@ -317,10 +329,21 @@ class EnumType(CType, dict):  # type: ignore[misc]
         return ["<numpy/arrayobject.h>"] if self.ctype.startswith("npy_") else []
 
     def c_support_code(self, **kwargs: Any) -> str:
-        """One ``#define NAME value`` per constant, sorted by name."""
+        """One ``#define NAME value`` per constant, sorted by name. Two enums
+        of one module may share a name only with the same value: a
+        ``static_assert`` stops the compile otherwise, instead of letting the
+        second definition silently win."""
         lines = [f"/* {type(self).__name__} {self.cname}: {', '.join(sorted(self))} */"]
         for name in sorted(self):
-            lines.append(f"#define {name} {_define_value(self[name])}")
+            value = _define_value(self[name])
+            lines += [
+                f"#ifndef {name}",
+                f"#define {name} {value}",
+                "#endif",
+                f'static_assert({name} == {value}, "opweave: the enum constant {name} has '
+                f"two different values in this module ({type(self).__name__} {self.cname} "
+                f'wants {value})");',
+            ]
         return "\n".join(lines) + "\n"
 
     def c_declare(self, name: str, sub: dict[str, str], check_input: bool = True) -> str:
@@ -440,6 +463,8 @@ class CEnumType(EnumList):
 
     In Python a value is the constant's index; the C variable holds the
     header's constant of that name. No ``#define`` is emitted."""
+
+    _defines_names = False  # the names are the user's own C constants
 
     def c_support_code(self, **kwargs: Any) -> str:
         """Nothing: the constants come from the user's headers."""

@@ -187,9 +187,18 @@ class ExternalCOp(COp):
         )
         return _sections.wrap(code, self._apply_macros(node, name, check_input=False))
 
+    def c_header_dirs(self, **kwargs: Any) -> list[str]:
+        """The folders of the C files, so that ``#include "mine.h"`` finds a
+        header that sits next to them."""
+        return list(dict.fromkeys(str(path.parent) for path in self.func_files))
+
     def c_code_cache_version(self) -> tuple[Any, ...]:
-        """Derived from the contents of the C files (and the params type)."""
+        """Derived from the contents of the C files, of the headers they
+        include from their folders, and the params type's version."""
         version: tuple[Any, ...] = (_sections.version_of(self.func_codes),)
+        includes = _sections.local_includes(self.func_files)
+        if includes:
+            version += (tuple(includes),)
         params_type = getattr(self, "params_type", None)
         if params_type is not None:
             version += (params_type.c_code_cache_version(),)

@@ -3,10 +3,11 @@ node that has C code, Python ``perform`` for the others, and a Python loop
 between them.
 
 Each node is compiled as a graph of its own whose inputs are fresh variables
-of the node's input types (constants included: their values are passed at
-call time). So the module depends only on the op and the types, and every
-graph that applies the same op to the same types shares it through the
-module cache.
+of the node's variable inputs; constants stay constants (a tensor constant
+is passed in when the function is created, a scalar one is a literal). So
+the module depends only on the op, the types and any scalar constants, and
+every graph that applies the same op to the same types shares it through
+the module cache.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave import _core
-from opweave.graph.basic import Apply, Variable
+from opweave.graph.basic import Apply, Constant, Variable
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import Op
 from opweave.link.c.hooks import get_hook
@@ -122,15 +123,16 @@ class OpWiseCLinker:
 
 
 def _single_node_graph(node: Apply) -> tuple[FunctionGraph, list[int]]:
-    """``node`` alone, on fresh input variables (one per distinct input), and
-    for each of them the position of the node input it stands for."""
+    """``node`` alone, on fresh input variables (one per distinct variable
+    input; constants stay constants, so ``c_code`` sees their data), and
+    for each fresh input the position of the node input it stands for."""
     fresh: dict[int, Variable] = {}
     positions: list[int] = []
     for position, variable in enumerate(node.inputs):
-        if id(variable) not in fresh:
+        if id(variable) not in fresh and not isinstance(variable, Constant):
             fresh[id(variable)] = variable.type()
             positions.append(position)
-    inputs = [fresh[id(v)] for v in node.inputs]
+    inputs = [fresh.get(id(v), v) for v in node.inputs]
     outputs = [v.clone() for v in node.outputs]
     clone = Apply(node.op, inputs, outputs)
     return FunctionGraph(list(fresh.values()), list(clone.outputs)), positions

@@ -28,6 +28,7 @@ __all__ = [
     "Section",
     "apply_macros",
     "io_macros",
+    "local_includes",
     "parse_sections",
     "read_files",
     "sub_macros",
@@ -61,7 +62,8 @@ class Section(NamedTuple):
     def located(self) -> str:
         """The text, preceded by a ``#line`` directive naming its file."""
         name = self.file.replace("\\", "\\\\").replace('"', '\\"')
-        return f'#line {self.line} "{name}"\n{self.text}'
+        text = self.text if self.text.endswith("\n") or not self.text else self.text + "\n"
+        return f'#line {self.line} "{name}"\n{text}'
 
 
 def parse_sections(text: str, file: str) -> list[Section]:
@@ -74,7 +76,11 @@ def parse_sections(text: str, file: str) -> list[Section]:
     tag: str | None = None
     start = 0
     body: list[str] = []
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    # Lines end at "\n" only, as the compiler counts them (str.splitlines
+    # would also split at form feeds and other separators).
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    for number, line in enumerate(lines, start=1):
         marker = _MARKER.match(line)
         if marker is None:
             if tag is None and line.strip():
@@ -99,6 +105,38 @@ def parse_sections(text: str, file: str) -> list[Section]:
         raise ValueError(f"{file}: no '#section <tag>' line; nothing to compile")
     sections.append(Section(tag, "".join(body), file, start))
     return sections
+
+
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+def local_includes(paths: list[Path]) -> list[tuple[str, str]]:
+    """``(path, sha256)`` of every file that ``paths`` include with
+    ``#include "..."`` and that exists next to the including file or in the
+    folder of one of ``paths``, followed recursively. Their contents enter
+    the op's version, so editing a header next to the ``.c`` file
+    recompiles too."""
+    folders = list(dict.fromkeys(p.parent for p in paths))
+    found: dict[Path, str] = {}
+    pending = list(paths)
+    while pending:
+        text = _read_quietly(pending.pop())
+        for name in _QUOTED_INCLUDE.findall(text):
+            for folder in folders:
+                candidate = (folder / name).resolve()
+                if candidate not in found and candidate.is_file():
+                    content = _read_quietly(candidate)
+                    found[candidate] = hashlib.sha256(content.encode("utf-8")).hexdigest()
+                    pending.append(candidate)
+                    break
+    return sorted((str(path), digest) for path, digest in found.items())
+
+
+def _read_quietly(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def version_of(codes: list[str]) -> str:
@@ -190,6 +228,10 @@ def read_files(paths: list[Path], owner: str) -> tuple[list[str], list[Section]]
             text = path.read_text(encoding="utf-8")
         except OSError as error:
             raise OSError(f"{owner}: cannot read its C file {path}: {error.strerror}") from error
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{owner}: its C file {path} is not UTF-8 text (byte {error.start}: {error.reason})"
+            ) from error
         codes.append(text)
         sections.extend(parse_sections(text, str(path)))
     return codes, sections

@@ -89,6 +89,17 @@ def get_params(node: Apply, what: str) -> Any:
     return value
 
 
+def _same_value(params_type: Any, a: Any, b: Any) -> bool:
+    """Whether two params values can share one constant; values that cannot
+    be compared (e.g. arrays in a Generic field) are taken as different."""
+    if a is b:
+        return True
+    try:
+        return bool(params_type.values_eq(a, b))
+    except (TypeError, ValueError):
+        return False
+
+
 def _check_input(op: Any) -> bool:
     value = getattr(op, "check_input", None)
     return config.check_input if value is None else bool(value)
@@ -185,7 +196,7 @@ class _Builder:
         params_type = node.op.params_type
         value = params_type.filter(value)  # e.g. an enum alias becomes its value
         for constant in self.params.values():
-            if constant.type == params_type and params_type.values_eq(constant.data, value):
+            if constant.type == params_type and _same_value(params_type, constant.data, value):
                 return constant
         return Constant(params_type, value, name="params")
 
