@@ -42,7 +42,8 @@ bool has_line_directive(std::string_view text) {
         const std::size_t hash = line.find_first_not_of(" \t");
         if (hash != std::string_view::npos && line[hash] == '#') {
             const std::size_t word = line.find_first_not_of(" \t", hash + 1);
-            if (word != std::string_view::npos && line.substr(word, 5) == "line ") {
+            if (word != std::string_view::npos && line.substr(word, 4) == "line" &&
+                word + 4 < line.size() && (line[word + 4] == ' ' || line[word + 4] == '\t')) {
                 return true;
             }
         }

@@ -126,6 +126,10 @@ OPWEAVE_TEST(fragments_with_their_own_line_directives_are_followed_by_a_restore)
     const int undef_line = line_of(text, "#undef M");
     const std::string restore = "#line " + std::to_string(undef_line + 2) + " \"module.cpp\"\n";
     CHECK(text.find("#undef M\n" + restore) != std::string::npos);
+    ModuleSpec tabbed = two_block_spec();
+    tabbed.support_code.push_back({"#line\t3 \"/src/t.c\"\nTABBED\n", 1});
+    const std::string tabbed_text = opweave::assemble_module(tabbed).text;
+    CHECK(tabbed_text.find("TABBED\n#line ") != std::string::npos);
     // A fragment that only mentions "#line" inside code is left alone.
     ModuleSpec plain = two_block_spec();
     plain.support_code.push_back({"const char* s = \"#line\"; int lines;\n", 1});
