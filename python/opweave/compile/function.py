@@ -141,10 +141,10 @@ def function(
     single = isinstance(outputs, Variable)
     output_list = [outputs] if single else list(outputs)  # type: ignore[arg-type]
     chosen = get_mode(mode)
-    prepared = prepare(
-        FunctionGraph(list(inputs), output_list), chosen.linker, chosen.folds_constants
-    )
-    fgraph = FunctionGraph(list(inputs), prepared.outputs)
+    fgraph = FunctionGraph(list(inputs), output_list)
+    prepared = prepare(fgraph, chosen.linker, chosen.folds_constants)
+    if any(a is not b for a, b in zip(prepared.outputs, output_list, strict=True)):
+        fgraph = FunctionGraph(list(inputs), prepared.outputs)
     bound = _Inputs(fgraph, name, allow_input_downcast)
     if chosen.linker != "c":
         fn = _node_function(fgraph, bound, single, chosen.linker)

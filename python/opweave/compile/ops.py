@@ -141,11 +141,17 @@ class DeepCopyOp(COp):
         """The registered code for exactly the input's type class.
         NotImplementedError if that class has none (a subclass does not
         inherit its base class's code: a subclass may hold more state)."""
-        entry = find_entry(self.c_code_and_version, type(node.inputs[0].type), walk_mro=False)
+        entry = self.c_code_entry(node.inputs[0].type)
         if entry is None:
             raise missing_code(self, node, "register_deep_copy_op_c_code")
         values = {"iname": inputs[0], "oname": outputs[0], "fail": sub["fail"], "name": name}
         return fill_code(self, node, entry[0], values)
+
+    @classmethod
+    def c_code_entry(cls, variable_type: Any) -> tuple[str, tuple[Any, ...]] | None:
+        """The registered ``(code, version)`` for exactly the class of
+        ``variable_type``, or None."""
+        return find_entry(cls.c_code_and_version, type(variable_type), walk_mro=False)
 
     def c_code_cache_version(self) -> tuple[Any, ...]:
         """As :meth:`ViewOp.c_code_cache_version`, with a trailing ``1`` for

@@ -49,9 +49,9 @@ def fold_constants(
     replaced: dict[int, Variable] = {}
     for node in io_toposort(fgraph.inputs, outputs):
         inputs = [replaced.get(id(v), v) for v in node.inputs]
+        changed = any(a is not b for a, b in zip(inputs, node.inputs, strict=True))
         foldable = all(isinstance(v, Constant) for v in inputs)
         if foldable and node.op.do_constant_folding(fgraph, node):
-            changed = any(a is not b for a, b in zip(inputs, node.inputs, strict=True))
             current = _rebuilt(node, inputs) if changed else node
             thunk = _folding_thunk(current, linker)
             if thunk is not None:
@@ -63,7 +63,7 @@ def fold_constants(
                 for variable, value in zip(node.outputs, values, strict=True):
                     replaced[id(variable)] = variable.type.make_constant(value)
                 continue
-        if any(a is not b for a, b in zip(inputs, node.inputs, strict=True)):
+        if changed:
             for old, new in zip(node.outputs, _rebuilt(node, inputs).outputs, strict=True):
                 replaced[id(old)] = new
     return [replaced.get(id(v), v) for v in outputs]
@@ -96,7 +96,7 @@ def protect_outputs(
         seen.add(id(root))
         if not aliased:
             protected.append(variable)
-        elif linker == "c" and type(variable.type) not in DeepCopyOp.c_code_and_version:
+        elif linker == "c" and DeepCopyOp.c_code_entry(variable.type) is None:
             protected.append(variable)
             in_python.append(position)
         else:
