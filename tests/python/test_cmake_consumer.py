@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import describe, run_command
+from support.helpers import describe, run_command
 
 import opweave
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import compiled_modules
 from opweave.examples.vector_times_scalar import VectorTimesScalar
 from opweave.examples.vector_times_vector import VectorTimesVector
+from support.helpers import compiled_modules
+from support.ops import TwoWays
 
 import opweave
 from opweave.compile.mode import Mode
@@ -28,31 +29,6 @@ class PyPlusOne(Op):
 
     def perform(self, node, inputs, outputs):
         outputs[0][0] = inputs[0] + 1
-
-
-class TwoWays(COp):
-    """C computes x + 1, perform computes x + 2: the result says which ran."""
-
-    __props__ = ()
-
-    def make_node(self, x):
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, outputs):
-        outputs[0][0] = inputs[0] + 2
-
-    def c_code_cache_version(self):
-        return (1,)
-
-    def c_code(self, node, name, inp, out, sub):
-        (x,), (z,) = inp, out
-        return f"""
-        Py_XDECREF({z});
-        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
-        if (!{z}) {sub["fail"]}
-        for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
-            ((dtype_{z}*)PyArray_DATA({z}))[i] += 1;
-        """
 
 
 class HalfOk(TwoWays):

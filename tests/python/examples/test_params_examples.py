@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import compiled_modules
 from opweave.examples.quadratic import Quadratic, QuadraticExternal
+from support.helpers import compiled_modules
 
 import opweave
 from opweave.tensor import dmatrix

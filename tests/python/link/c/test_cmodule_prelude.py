@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import describe, run_command
 from opweave.examples.double_ops import add, double, mul, sub
+from support.helpers import describe, run_command
 
 from opweave import _core, config
 from opweave.graph.fg import FunctionGraph

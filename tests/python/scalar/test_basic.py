@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import type_harness as harness
+from support import type_harness as harness
 
 import opweave
 import opweave.scalar as ps

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import read_event, start_worker, ticking_thread
+from support.helpers import read_event, start_worker, ticking_thread
 
 import opweave
 from opweave import _core

@@ -9,7 +9,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-import type_harness as harness
+from support import type_harness as harness
 
 import opweave
 import opweave.tensor as pt

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import compiled_modules
+from support.helpers import compiled_modules
 
 import opweave
 from opweave.graph.basic import Apply

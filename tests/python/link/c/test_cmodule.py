@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dot_module import DEMO_MODULE_NAME, DEMO_SOURCE, run_in_fresh_process
+from support.dot_module import DEMO_MODULE_NAME, DEMO_SOURCE, run_in_fresh_process
 
 import opweave
 from opweave.link.c import cmodule

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from helpers import ticking_thread
+from support.helpers import ticking_thread
 
 from opweave import _core
 

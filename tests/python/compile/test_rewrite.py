@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from opweave.examples.double_ops import add, double
-from test_opwise_linker import TwoWays
+from support.ops import TwoWays
 
 import opweave
 from opweave.compile.ops import DeepCopyOp

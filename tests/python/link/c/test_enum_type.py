@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import compiled_modules
+from support.helpers import compiled_modules
 
 import opweave
 from opweave.errors import CompileError
@@ -17,7 +17,7 @@ from opweave.link.c.enum_type import CEnumType, EnumList, EnumType
 from opweave.link.c.op import COp
 from opweave.scalar.basic import float64, int32, uint32
 
-DATA = Path(__file__).with_name("data")
+DATA = Path(__file__).resolve().parents[2] / "support" / "data"
 MODES = ["C", "CVM"]
 
 
@@ -283,7 +283,7 @@ def test_enum_extraction_errors_in_c() -> None:
 
 
 class Big(COp):
-    """z = the C constant of a CEnumType param (from tests/python/data/test_cenum.h)."""
+    """z = the C constant of a CEnumType param (from tests/python/support/data/test_cenum.h)."""
 
     __props__ = ("which",)
     params_type = CEnumType(

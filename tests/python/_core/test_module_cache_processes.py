@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import finish, read_event, start_worker
-from workers import payload_for
+from support.helpers import finish, read_event, start_worker
+from support.workers import payload_for
 
 from opweave import _core
 

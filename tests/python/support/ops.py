@@ -1,0 +1,31 @@
+"""Small ops shared by several test modules."""
+
+from __future__ import annotations
+
+from opweave.graph.basic import Apply
+from opweave.link.c.op import COp
+
+
+class TwoWays(COp):
+    """C computes x + 1, perform computes x + 2: the result says which ran."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0] + 2
+
+    def c_code_cache_version(self):
+        return (1,)
+
+    def c_code(self, node, name, inp, out, sub):
+        (x,), (z,) = inp, out
+        return f"""
+        Py_XDECREF({z});
+        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
+        if (!{z}) {sub["fail"]}
+        for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
+            ((dtype_{z}*)PyArray_DATA({z}))[i] += 1;
+        """
