@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "bindings/bindings.hpp"
+#include "bindings/monitor.hpp"
 #include "opweave/file_lock.hpp"
 #include "opweave/module_cache.hpp"
 
@@ -26,8 +27,8 @@ const char* outcome_name(Outcome outcome) {
 
 namespace {
 
-// What a Python build function returns: None, or a dict with any of
-// key_material, command, compile_seconds.
+// What a Python build function returns: None, or a dict with any of kind,
+// label, key_material, command, compile_seconds.
 BuildRecord to_build_record(const py::handle& result) {
     BuildRecord record;
     if (result.is_none()) {
@@ -38,29 +39,19 @@ BuildRecord to_build_record(const py::handle& result) {
                              std::string(py::str(py::type::of(result))));
     }
     const auto info = py::reinterpret_borrow<py::dict>(result);
-    if (info.contains("key_material")) {
-        record.key_material = py::cast<std::string>(info["key_material"]);
-    }
-    if (info.contains("command")) {
-        record.command = py::cast<std::string>(info["command"]);
-    }
+    const auto text_of = [&](const char* name, std::string& out) {
+        if (info.contains(name)) {
+            out = py::cast<std::string>(info[name]);
+        }
+    };
+    text_of("kind", record.kind);
+    text_of("label", record.label);
+    text_of("key_material", record.key_material);
+    text_of("command", record.command);
     if (info.contains("compile_seconds")) {
         record.compile_seconds = py::cast<double>(info["compile_seconds"]);
     }
     return record;
-}
-
-py::dict entry_to_dict(const EntryInfo& entry) {
-    py::dict out;
-    out["key"] = entry.key;
-    out["dir"] = entry.dir.string();
-    out["size_bytes"] = entry.size_bytes;
-    out["created"] = entry.created;
-    out["last_used"] = entry.last_used;
-    out["compile_seconds"] = entry.compile_seconds;
-    out["command"] = text(entry.command);
-    out["key_material"] = text(entry.key_material);
-    return out;
 }
 
 // Raised (as RuntimeError) when a FileLock object is acquired again while held.
@@ -76,10 +67,10 @@ class PyFileLock {
 public:
     explicit PyFileLock(std::filesystem::path path) : m_lock(std::move(path)) {}
 
-    void acquire(double timeout) {
+    void acquire(double timeout, BuildMonitor* monitor) {
         std::lock_guard<std::mutex> guard(m_mutex);
         refuse_if_held();
-        m_lock.acquire(std::chrono::duration<double>(timeout));
+        m_lock.acquire(std::chrono::duration<double>(timeout), monitor);
     }
     bool try_acquire() {
         std::lock_guard<std::mutex> guard(m_mutex);
@@ -120,9 +111,14 @@ void init_file_lock(py::module_& m) {
                            "the holder dies. Use acquire()/release() or a `with` block. Not\n"
                            "re-entrant: acquiring it again while held raises RuntimeError.")
         .def(py::init<std::filesystem::path>(), py::arg("path"))
-        .def("acquire", &PyFileLock::acquire, py::arg("timeout") = -1.0,
-             py::call_guard<py::gil_scoped_release>(),
-             "Waits up to `timeout` seconds (negative: forever); raises LockTimeout.")
+        .def(
+            "acquire",
+            [](PyFileLock& lock, double timeout) {
+                PythonMonitor::run([&](BuildMonitor* monitor) { lock.acquire(timeout, monitor); });
+            },
+            py::arg("timeout") = -1.0,
+            "Waits up to `timeout` seconds (negative: forever); raises LockTimeout.\n"
+            "Ctrl-C (any signal handler that raises) interrupts the wait.")
         .def("try_acquire", &PyFileLock::try_acquire, py::call_guard<py::gil_scoped_release>(),
              "Takes the lock only if it is free now; returns whether it is held.")
         .def("release", &PyFileLock::release, "Releases the lock if held.")
@@ -135,31 +131,122 @@ void init_file_lock(py::module_& m) {
         .def(
             "__enter__",
             [](PyFileLock& lock) -> PyFileLock& {
-                py::gil_scoped_release release;
-                lock.acquire(-1.0);
+                PythonMonitor::run([&](BuildMonitor* monitor) { lock.acquire(-1.0, monitor); });
                 return lock;
             },
             py::return_value_policy::reference_internal)
         .def("__exit__", [](PyFileLock& lock, const py::args&) { lock.release(); });
 }
 
+const char* event_kind_name(CacheEvent::Kind kind) {
+    switch (kind) {
+    case CacheEvent::Kind::quarantined: return "quarantined";
+    case CacheEvent::Kind::repaired: return "repaired";
+    case CacheEvent::Kind::stale: return "stale";
+    }
+    return "unknown";
+}
+
+void init_records(py::module_& m) {
+    py::class_<EntryFile>(m, "EntryFile", "A file of a cache entry, as recorded at publish.")
+        .def_readonly("name", &EntryFile::name)
+        .def_readonly("size", &EntryFile::size)
+        .def_readonly("sha256", &EntryFile::sha256);
+    py::class_<HeaderRecord>(m, "HeaderRecord",
+                             "A header a build read, as recorded after the compile.")
+        .def_property_readonly("path", [](const HeaderRecord& r) { return text(r.path); })
+        .def_readonly("size", &HeaderRecord::size)
+        .def_readonly("mtime_ns", &HeaderRecord::mtime_ns)
+        .def_readonly("ctime_ns", &HeaderRecord::ctime_ns)
+        .def_readonly("sha256", &HeaderRecord::sha256);
+    py::class_<Entry>(m, "Entry", "A published cache entry, as its metadata describes it.")
+        .def_readonly("key", &Entry::key)
+        .def_readonly("dir", &Entry::dir)
+        .def_readonly("kind", &Entry::kind)
+        .def_property_readonly("label", [](const Entry& e) { return text(e.label); })
+        .def_property_readonly("key_material",
+                               [](const Entry& e) { return text(e.key_material); })
+        .def_property_readonly("command", [](const Entry& e) { return text(e.command); })
+        .def_readonly("compile_seconds", &Entry::compile_seconds)
+        .def_readonly("created", &Entry::created)
+        .def_readonly("last_used", &Entry::last_used)
+        .def_readonly("size_bytes", &Entry::size_bytes)
+        .def_readonly("files", &Entry::files)
+        .def_readonly("headers", &Entry::headers)
+        .def("file_ending", &Entry::file_ending, py::arg("suffix"),
+             "The path of the first file whose name ends with `suffix`, or an empty path.");
+    py::class_<CacheEvent>(m, "CacheEvent",
+                           "Something found wrong on disk, and what was done about it.\n"
+                           "kind: 'quarantined', 'repaired' or 'stale'.")
+        .def_property_readonly("kind", [](const CacheEvent& e) { return event_kind_name(e.kind); })
+        .def_readonly("path", &CacheEvent::path)
+        .def_property_readonly("problem", [](const CacheEvent& e) { return text(e.problem); })
+        .def("__repr__", [](const CacheEvent& e) {
+            return "<CacheEvent " + std::string(event_kind_name(e.kind)) + " " +
+                   e.path.string() + ": " + e.problem + ">";
+        });
+    py::class_<CacheResult>(m, "CacheResult", "What get_or_build found or built.")
+        .def_readonly("entry", &CacheResult::entry)
+        .def_property_readonly("outcome",
+                               [](const CacheResult& r) { return outcome_name(r.outcome); })
+        .def_readonly("events", &CacheResult::events);
+    py::class_<CacheCounters>(m, "CacheCounters", "Counters kept on disk across processes.")
+        .def_readonly("hits", &CacheCounters::hits)
+        .def_readonly("misses", &CacheCounters::misses)
+        .def_readonly("builds", &CacheCounters::builds)
+        .def_readonly("quarantines", &CacheCounters::quarantines)
+        .def_readonly("evictions", &CacheCounters::evictions)
+        .def_readonly("compile_seconds", &CacheCounters::compile_seconds)
+        .def_readonly("saved_seconds", &CacheCounters::saved_seconds);
+    py::class_<CacheStats>(m, "CacheStats", "What the cache holds, and its counters.")
+        .def_readonly("entries", &CacheStats::entries)
+        .def_readonly("total_bytes", &CacheStats::total_bytes)
+        .def_readonly("builds_in_flight", &CacheStats::builds_in_flight)
+        .def_readonly("oldest_use", &CacheStats::oldest_use)
+        .def_readonly("newest_use", &CacheStats::newest_use)
+        .def_readonly("counters", &CacheStats::counters);
+    py::class_<VerifyProblem>(m, "VerifyProblem", "One bad (or stale) entry found by verify().")
+        .def_readonly("path", &VerifyProblem::path)
+        .def_property_readonly("problem", [](const VerifyProblem& p) { return text(p.problem); })
+        .def_readonly("repaired", &VerifyProblem::repaired);
+    py::class_<VerifyReport>(m, "VerifyReport", "What verify() checked and found.")
+        .def_readonly("entries_checked", &VerifyReport::entries_checked)
+        .def_readonly("problems", &VerifyReport::problems)
+        .def_readonly("stale", &VerifyReport::stale);
+    py::class_<PruneResult>(m, "PruneResult", "What prune() removed.")
+        .def_readonly("removed", &PruneResult::removed)
+        .def_readonly("freed_bytes", &PruneResult::freed_bytes);
+}
+
 void init_module_cache(py::module_& m) {
     py::class_<ModuleCache>(m, "ModuleCache",
                             "The on-disk, content-addressed cache of compiled modules.\n"
-                            "Lookups take no lock; builds take a per-key lock.")
-        .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout) {
+                            "Lookups take no lock and verify entries; builds take a per-key lock.")
+        .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout,
+                         std::optional<std::uint64_t> max_total_bytes) {
                  CacheOptions options;
                  options.root = root.value_or(std::filesystem::path());
                  options.lock_timeout_seconds = lock_timeout;
-                 return ModuleCache(options);
+                 options.max_total_bytes = max_total_bytes;
+                 py::gil_scoped_release release;
+                 return std::make_unique<ModuleCache>(options);
              }),
-             py::arg("root") = py::none(), py::arg("lock_timeout") = 1800.0)
+             py::arg("root") = py::none(), py::arg("lock_timeout") = 1800.0,
+             py::arg("max_total_bytes") = py::none())
         .def_static("default_root", &ModuleCache::default_root)
         .def_static("check_key", &ModuleCache::check_key, py::arg("key"))
         .def_property_readonly("root", &ModuleCache::root)
+        .def_property_readonly("max_total_bytes",
+                               [](const ModuleCache& c) { return c.options().max_total_bytes; })
         .def("entry_dir", &ModuleCache::entry_dir, py::arg("key"))
-        .def("lookup", &ModuleCache::lookup, py::arg("key"),
-             "The entry's directory, or None. Takes no lock.")
+        .def(
+            "lookup",
+            [](ModuleCache& cache, const std::string& key) {
+                return PythonMonitor::run(
+                    [&](BuildMonitor* monitor) { return cache.lookup(key, nullptr, monitor); });
+            },
+            py::arg("key"),
+            "The verified entry, or None (a damaged one is quarantined). Takes no lock.")
         .def(
             "get_or_build",
             [](ModuleCache& cache, const std::string& key, const py::function& build) {
@@ -167,73 +254,51 @@ void init_module_cache(py::module_& m) {
                     py::gil_scoped_acquire gil;
                     return to_build_record(build(staging));
                 };
-                CacheResult result = [&] {
-                    py::gil_scoped_release release;
-                    return cache.get_or_build(key, build_fn);
-                }();
-                return py::make_tuple(result.dir, outcome_name(result.outcome));
+                return PythonMonitor::run([&](BuildMonitor* monitor) {
+                    return cache.get_or_build(key, build_fn, monitor);
+                });
             },
             py::arg("key"), py::arg("build"),
-            "Returns (entry_dir, outcome), where outcome is 'hit', 'built' or\n"
-            "'built_by_other'. On a miss, calls build(staging_dir) with the key's\n"
-            "lock held; it writes the entry's files and returns None or a dict\n"
-            "with key_material, command and compile_seconds.")
+            "Returns a CacheResult. On a miss, calls build(staging_dir) with the key's\n"
+            "lock held; it writes the entry's files and returns None or a dict with\n"
+            "kind, label, key_material, command and compile_seconds.")
         .def(
-            "list",
-            [](const ModuleCache& cache) {
-                std::vector<EntryInfo> entries;
-                {
-                    py::gil_scoped_release release;
-                    entries = cache.list();
-                }
-                py::list out;
-                for (const EntryInfo& entry : entries) {
-                    out.append(entry_to_dict(entry));
-                }
-                return out;
+            "quarantine",
+            [](ModuleCache& cache, const std::string& key, const std::string& problem) {
+                return PythonMonitor::run([&](BuildMonitor* monitor) {
+                    return cache.quarantine(key, problem, monitor);
+                });
             },
-            "Every entry, as dicts, sorted by key.")
+            py::arg("key"), py::arg("problem"),
+            "Moves the entry aside (it failed to load); returns whether there was one.")
+        .def("list", &ModuleCache::list, py::call_guard<py::gil_scoped_release>(),
+             "Every entry (metadata only, not verified), sorted by key.")
+        .def("stats", &ModuleCache::stats, py::call_guard<py::gil_scoped_release>(),
+             "Entry count, total size, builds in flight, last-use range and counters.")
         .def(
-            "stats",
-            [](const ModuleCache& cache) {
-                CacheStats stats;
-                {
-                    py::gil_scoped_release release;
-                    stats = cache.stats();
-                }
-                py::dict out;
-                out["root"] = cache.root().string();
-                out["entries"] = stats.entries;
-                out["total_bytes"] = stats.total_bytes;
-                out["builds_in_flight"] = stats.builds_in_flight;
-                out["oldest_use"] = stats.oldest_use;
-                out["newest_use"] = stats.newest_use;
-                return out;
+            "verify",
+            [](ModuleCache& cache, bool repair) {
+                return PythonMonitor::run([&](BuildMonitor*) {
+                    return cache.verify(repair ? Repair::yes : Repair::no);
+                });
             },
-            "Entry count, total size, builds in flight and last-use range.")
+            py::arg("repair") = false,
+            "Checks every entry (files, hashes, metadata, owners, modes); with repair,\n"
+            "quarantines the bad ones. Returns a VerifyReport.")
         .def("evict", &ModuleCache::evict, py::arg("key"), py::call_guard<py::gil_scoped_release>(),
              "Removes one entry; returns whether it existed.")
         .def("clear", &ModuleCache::clear, py::call_guard<py::gil_scoped_release>(),
-             "Removes every entry; returns how many.")
-        .def(
-            "prune",
-            [](ModuleCache& cache, std::optional<std::uint64_t> max_total_bytes,
-               std::optional<double> older_than) {
-                PruneResult result;
-                {
-                    py::gil_scoped_release release;
-                    result = cache.prune(max_total_bytes, older_than);
-                }
-                py::dict out;
-                out["removed"] = result.removed;
-                out["freed_bytes"] = result.freed_bytes;
-                return out;
-            },
-            py::arg("max_total_bytes") = py::none(), py::arg("older_than") = py::none(),
-            "Removes entries unused for `older_than` seconds, then least recently\n"
-            "used ones until the total is at most `max_total_bytes`.")
+             "Removes every entry and resets the counters; returns how many entries.")
+        .def("prune", &ModuleCache::prune, py::arg("max_total_bytes") = py::none(),
+             py::arg("older_than") = py::none(), py::arg("keep") = "",
+             py::call_guard<py::gil_scoped_release>(),
+             "Removes entries unused for `older_than` seconds, then least recently\n"
+             "used ones until the total is at most `max_total_bytes`.")
         .def("sweep", &ModuleCache::sweep, py::call_guard<py::gil_scoped_release>(),
              "Removes what killed builds left behind; returns how many directories.")
+        .def("flush_counters", &ModuleCache::flush_counters,
+             py::call_guard<py::gil_scoped_release>(),
+             "Writes the counters this object gathered to disk now.")
         .def("keep_failed_source", &ModuleCache::keep_failed_source, py::arg("key"),
              py::arg("source"));
 }
@@ -242,6 +307,7 @@ void init_module_cache(py::module_& m) {
 
 void init_cache(py::module_& m) {
     init_file_lock(m);
+    init_records(m);
     init_module_cache(m);
 }
 

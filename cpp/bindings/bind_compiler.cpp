@@ -4,6 +4,7 @@
 #include <pybind11/stl/filesystem.h>
 
 #include "bindings/bindings.hpp"
+#include "bindings/monitor.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/precompiled_header.hpp"
@@ -28,6 +29,8 @@ void init_job(py::module_& m) {
         .def(py::init<>())
         .def_readwrite("source", &CompileJob::source)
         .def_readwrite("output", &CompileJob::output)
+        .def_readwrite("depfile", &CompileJob::depfile,
+                       "Where the compile step writes the files it read (-MD -MF), or empty.")
         .def_readwrite("flags", &CompileJob::flags)
         .def_readwrite("unkeyed_flags", &CompileJob::unkeyed_flags,
                        "Flags for the compile step that no cache key covers (a prelude).")
@@ -89,29 +92,54 @@ void init_system_compiler(py::module_& m) {
         .def(
             "compile",
             [](const SystemCompiler& compiler, const CompileJob& job) {
-                const CompileResult result = [&] {
-                    py::gil_scoped_release release;
-                    return compiler.compile(job);
-                }();
-                return result_to_dict(result);
+                return result_to_dict(PythonMonitor::run(
+                    [&](BuildMonitor* monitor) { return compiler.compile(job, monitor); }));
             },
             py::arg("job"), "Compiles; raises CompileError on failure.")
         .def(
             "compile_header",
             [](const SystemCompiler& compiler, const CompileJob& job) {
-                const CompileResult result = [&] {
-                    py::gil_scoped_release release;
-                    return compiler.compile_header(job);
-                }();
-                return result_to_dict(result);
+                return result_to_dict(PythonMonitor::run(
+                    [&](BuildMonitor* monitor) { return compiler.compile_header(job, monitor); }));
             },
             py::arg("job"),
             "Compiles the header job.source into the precompiled header job.output;\n"
             "raises CompileError on failure.");
 }
 
-// The job is taken by value: it is copied while the GIL is held, so another
-// thread may change the caller's job while the prelude builds.
+void init_request(py::module_& m) {
+    py::class_<PreludeRequest>(m, "PreludeRequest",
+                               "A precompiled header a module may be compiled with.")
+        .def(py::init([](std::string header_text, std::string extra) {
+                 return PreludeRequest{std::move(header_text), std::move(extra)};
+             }),
+             py::arg("header_text"), py::arg("extra") = "")
+        .def_readwrite("header_text", &PreludeRequest::header_text)
+        .def_readwrite("extra", &PreludeRequest::extra);
+    py::class_<ModuleRequest>(m, "ModuleRequest",
+                              "Everything build_module needs to know about one module.")
+        .def(py::init<>())
+        .def_readwrite("source", &ModuleRequest::source)
+        .def_readwrite("job", &ModuleRequest::job)
+        .def_readwrite("extra", &ModuleRequest::extra, "Key material beyond the job.")
+        .def_readwrite("label", &ModuleRequest::label, "What it is (op names), for listings.")
+        .def_readwrite("covered_header_dirs", &ModuleRequest::covered_header_dirs,
+                       "Header directories the key covers (not tracked).")
+        .def_readwrite("prelude", &ModuleRequest::prelude);
+    py::class_<BuiltModule>(m, "BuiltModule", "A verified module in the cache.")
+        .def_readonly("key", &BuiltModule::key)
+        .def_readonly("dir", &BuiltModule::dir)
+        .def_readonly("library", &BuiltModule::library)
+        .def_readonly("source", &BuiltModule::source)
+        .def_property_readonly("outcome",
+                               [](const BuiltModule& b) { return outcome_name(b.outcome); })
+        .def_readonly("compile_seconds", &BuiltModule::compile_seconds)
+        .def_readonly("events", &BuiltModule::events)
+        .def_readonly("prelude_missing", &BuiltModule::prelude_missing);
+}
+
+// Requests are copied while the GIL is held, so another thread may change
+// the caller's objects while a build runs.
 void init_prelude(py::module_& m) {
     m.def("supports_prelude", &supports_prelude, py::arg("compiler"),
           "Whether modules compiled by `compiler` can use a precompiled prelude\n"
@@ -124,31 +152,18 @@ void init_prelude(py::module_& m) {
           "The text the prelude key is hashed from.");
     m.def("prelude_include_flags", &prelude_include_flags, py::arg("entry_dir"),
           "The unkeyed flags that make a compile use the prelude in `entry_dir`.");
-    m.def(
-        "find_prelude",
-        [](ModuleCache& cache, const std::string& key) {
-            py::gil_scoped_release release;
-            return find_prelude(cache, key);
-        },
-        py::arg("cache"), py::arg("key"),
-        "The prelude entry's directory if it is published and whole, else None\n"
-        "(a damaged entry is removed). Takes no lock.");
+    m.def("find_prelude", &find_prelude, py::arg("cache"), py::arg("key"),
+          py::call_guard<py::gil_scoped_release>(),
+          "The verified prelude entry, or None (a damaged one is quarantined).");
     m.def(
         "build_prelude",
-        [](ModuleCache& cache, const Compiler& compiler, CompileJob job,
-           const std::string& header_text, const std::string& extra) {
-            const CacheResult result = [&] {
-                py::gil_scoped_release release;
-                return build_prelude(cache, compiler, job, header_text, extra);
-            }();
-            py::dict out;
-            out["dir"] = result.dir;
-            out["outcome"] = outcome_name(result.outcome);
-            return out;
+        [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request) {
+            return PythonMonitor::run([&](BuildMonitor* monitor) {
+                return build_prelude(cache, compiler, request, monitor);
+            });
         },
-        py::arg("cache"), py::arg("compiler"), py::arg("job"), py::arg("header_text"),
-        py::arg("extra") = "",
-        "Returns dict(dir, outcome) of the prelude entry, building it on a miss.\n"
+        py::arg("cache"), py::arg("compiler"), py::arg("request"),
+        "Returns the CacheResult of request.prelude's entry, building it on a miss.\n"
         "Raises CompileError if the header does not compile.");
 }
 
@@ -157,6 +172,7 @@ void init_prelude(py::module_& m) {
 void init_compiler(py::module_& m) {
     init_job(m);
     init_system_compiler(m);
+    init_request(m);
     init_prelude(m);
 
     m.def("module_key", &module_key, py::arg("source"), py::arg("compiler"), py::arg("job"),
@@ -166,23 +182,15 @@ void init_compiler(py::module_& m) {
           py::arg("extra") = "", "The key material of a module, minus its source, as text.");
     m.def(
         "build_module",
-        [](ModuleCache& cache, const std::string& source, const Compiler& compiler,
-           const CompileJob& job, const std::string& extra) {
-            BuiltModule built = [&] {
-                py::gil_scoped_release release;
-                return build_module(cache, source, compiler, job, extra);
-            }();
-            py::dict out;
-            out["dir"] = built.dir;
-            out["library"] = built.library;
-            out["source"] = built.source;
-            out["outcome"] = outcome_name(built.outcome);
-            return out;
+        [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request) {
+            return PythonMonitor::run([&](BuildMonitor* monitor) {
+                return build_module(cache, compiler, request, monitor);
+            });
         },
-        py::arg("cache"), py::arg("source"), py::arg("compiler"), py::arg("job"),
-        py::arg("extra") = "",
-        "Returns dict(dir, library, source, outcome) for `source`, compiling it\n"
-        "into the cache on a miss. Raises CompileError on a failed compile.");
+        py::arg("cache"), py::arg("compiler"), py::arg("request"),
+        "The verified BuiltModule for `request`, compiled into the cache on a miss.\n"
+        "Raises CompileError on a failed compile, LockTimeout, CacheError, and\n"
+        "KeyboardInterrupt (or whatever a signal handler raises) when interrupted.");
 }
 
 }  // namespace opweave::bindings

@@ -57,6 +57,8 @@ void init_errors(py::module_& m) {
                 text(e.what()), py::arg("lock_path") = text(e.lock_path().string()),
                 py::arg("waited_seconds") = e.waited_seconds(),
                 py::arg("holder_pid") = e.holder_pid()));
+        } catch (const Interrupted& e) {
+            raise(error_class("BuildInterrupted")(text(e.what())));
         } catch (const CacheError& e) {
             raise(error_class("CacheError")(text(e.what()),
                                             py::arg("path") = text(e.path().string())));

@@ -1,11 +1,15 @@
 // opweave._core: the binding module's entry point.
 #include "bindings/bindings.hpp"
+#include "bindings/monitor.hpp"
+#include "opweave/module_builder.hpp"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "opweave's C++ core: content hash, file locks, module cache and compiler driver,\n"
               "graph module assembly and the compiled-function runtime.";
-    m.attr("MODULE_LAYOUT_VERSION") = 1;
+    m.attr("MODULE_LAYOUT_VERSION") = opweave::k_module_layout_version;
+    m.attr("CACHE_FORMAT_VERSION") = opweave::ModuleCache::k_format_version;
     opweave::bindings::init_errors(m);
+    opweave::bindings::init_monitor(m);
     opweave::bindings::init_hash(m);
     opweave::bindings::init_cache(m);
     opweave::bindings::init_compiler(m);

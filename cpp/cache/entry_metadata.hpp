@@ -1,35 +1,31 @@
 // opweave core (internal): meta.json, the metadata file of a cache entry.
 //
-// A flat JSON object, written once at publish time and rewritten (atomically)
-// when the entry's last-used time is refreshed. "format" versions the file;
-// an entry whose metadata has an unknown format is listed with what can be
-// read and never trusted for anything but its size.
+// A JSON object, written once, last, when the entry is published, and never
+// rewritten: "format" versions it, and an entry whose metadata has another
+// format, or cannot be read, is damaged. It holds what Entry describes but
+// the facts that come from the disk (directory, size, last use):
+//
+//   {"format": 2, "key": ..., "kind": ..., "label": ..., "key_material": ...,
+//    "command": ..., "compile_seconds": ..., "created": ...,
+//    "files": [[name, size, sha256], ...],
+//    "headers": [[path, size, mtime_ns, ctime_ns, sha256], ...]}
 #pragma once
 
-#include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "opweave/module_cache.hpp"
 
 namespace opweave::cache {
 
-struct EntryMetadata {
-    static constexpr int k_format = 1;
+inline constexpr int k_metadata_format = 2;
 
-    std::string key;
-    std::string key_material;
-    std::string command;
-    double compile_seconds = 0.0;
-    double created = 0.0;
-    double last_used = 0.0;
-};
+// The text stored on disk for `entry`.
+std::string metadata_json(const Entry& entry);
 
-// Serialises to the JSON text stored on disk.
-std::string to_json(const EntryMetadata& metadata);
-
-// Reads the metadata file in `entry_dir`; nothing if it is missing or invalid.
-std::optional<EntryMetadata> read_metadata(const std::filesystem::path& entry_dir);
-
-// Writes the metadata file in `entry_dir` atomically. Throws CacheError.
-void write_metadata(const std::filesystem::path& entry_dir, const EntryMetadata& metadata);
+// The entry described by `text`, with `dir`, `size_bytes` and `last_used`
+// left unset; nothing if the text is not valid metadata of this format.
+std::optional<Entry> parse_metadata(std::string_view text);
 
 }  // namespace opweave::cache

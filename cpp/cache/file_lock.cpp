@@ -46,6 +46,10 @@ namespace {
 
 constexpr auto k_first_poll = std::chrono::microseconds(200);
 constexpr auto k_max_poll = std::chrono::milliseconds(10);
+// How often a waiter polls its BuildMonitor.
+constexpr auto k_monitor_interval = std::chrono::milliseconds(50);
+
+long read_pid_at(int dir_fd, const char* name) noexcept;
 
 // The descriptors of every lock this process holds (race 4). Allocated once
 // and never freed, so that it outlives every FileLock, even one destroyed
@@ -101,27 +105,52 @@ void write_pid(int fd) {
 
 }  // namespace
 
-FileLock::FileLock(std::filesystem::path path) : m_path(std::move(path)) {}
+FileLock::FileLock(std::filesystem::path path) : m_path(std::move(path)), m_name(m_path.string()) {}
 
-FileLock::~FileLock() { release(); }
+FileLock::FileLock(int dir_fd, std::string name, std::filesystem::path path)
+    : m_path(std::move(path)), m_name(std::move(name)) {
+    m_dir = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    if (m_dir < 0) {
+        throw CacheError("cannot use the directory of lock " + m_path.string() + ": " +
+                             std::strerror(errno),
+                         m_path);
+    }
+}
+
+FileLock::~FileLock() {
+    release();
+    if (m_dir >= 0) {
+        ::close(m_dir);
+    }
+}
 
 FileLock::FileLock(FileLock&& other) noexcept
     : m_path(std::move(other.m_path)),
+      m_dir(std::exchange(other.m_dir, -1)),
+      m_name(std::move(other.m_name)),
       m_fd(std::exchange(other.m_fd, -1)),
       m_owner_pid(std::exchange(other.m_owner_pid, 0)) {}
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
     if (this != &other) {
         release();
+        if (m_dir >= 0) {
+            ::close(m_dir);
+        }
         m_path = std::move(other.m_path);
+        m_dir = std::exchange(other.m_dir, -1);
+        m_name = std::move(other.m_name);
         m_fd = std::exchange(other.m_fd, -1);
         m_owner_pid = std::exchange(other.m_owner_pid, 0);
     }
     return *this;
 }
 
+int FileLock::dir_fd() const noexcept { return m_dir >= 0 ? m_dir : AT_FDCWD; }
+
 FileLock::Attempt FileLock::try_once() {
-    const int fd = ::open(m_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const int fd = ::openat(dir_fd(), m_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                            0600);
     if (fd < 0) {
         throw CacheError("cannot open lock file " + m_path.string() + ": " +
                              std::strerror(errno),
@@ -142,10 +171,16 @@ FileLock::Attempt FileLock::try_once() {
     // Race 2: is the file we locked still the one the path names?
     struct stat by_fd {};
     struct stat by_path {};
-    if (::fstat(fd, &by_fd) != 0 || ::stat(m_path.c_str(), &by_path) != 0 ||
+    if (::fstat(fd, &by_fd) != 0 ||
+        ::fstatat(dir_fd(), m_name.c_str(), &by_path, AT_SYMLINK_NOFOLLOW) != 0 ||
         !same_inode(by_fd, by_path)) {
         ::close(fd);
         return Attempt::file_replaced;
+    }
+    // The umask may have narrowed the mode of a file we created (even to
+    // 0000, which would lock out our own next open): make it exact.
+    if ((by_fd.st_mode & 07777) != 0600 && by_fd.st_uid == ::geteuid()) {
+        ::fchmod(fd, 0600);
     }
     write_pid(fd);
     register_held(fd);
@@ -166,18 +201,30 @@ bool FileLock::try_acquire() {
     return attempt == Attempt::acquired;
 }
 
-void FileLock::acquire(std::chrono::duration<double> timeout) {
+void FileLock::acquire(std::chrono::duration<double> timeout, BuildMonitor* monitor) {
     if (held()) {
         return;
     }
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     auto sleep = std::chrono::duration_cast<clock::duration>(k_first_poll);
+    auto next_poll = start + k_monitor_interval;
+    bool reported = false;
     while (try_once() != Attempt::acquired) {
-        const auto waited = clock::now() - start;
-        if (timeout.count() >= 0 && waited >= timeout) {
-            const double seconds = std::chrono::duration<double>(waited).count();
-            throw LockTimeout(m_path, seconds, read_holder_pid(m_path));
+        const auto now = clock::now();
+        const double waited = std::chrono::duration<double>(now - start).count();
+        if (timeout.count() >= 0 && now - start >= timeout) {
+            throw LockTimeout(m_path, waited, holder_pid());
+        }
+        if (monitor != nullptr && now >= next_poll) {
+            next_poll = now + k_monitor_interval;
+            if (monitor->interrupted()) {
+                throw Interrupted("interrupted while waiting for lock " + m_path.string());
+            }
+            if (!reported && waited >= BuildMonitor::k_report_wait_seconds) {
+                reported = true;
+                monitor->waiting_for_lock(m_path, holder_pid(), waited);
+            }
         }
         std::this_thread::sleep_for(sleep);
         sleep = std::min<clock::duration>(sleep * 2, k_max_poll);
@@ -205,13 +252,23 @@ void FileLock::release() noexcept {
 void FileLock::release_and_remove() noexcept {
     if (held()) {
         // Unlink while still holding the lock: see race 2 in the file comment.
-        ::unlink(m_path.c_str());
+        ::unlinkat(dir_fd(), m_name.c_str(), 0);
     }
     release();
 }
 
+long FileLock::holder_pid() const noexcept {
+    return read_pid_at(dir_fd(), m_name.c_str());
+}
+
 long FileLock::read_holder_pid(const std::filesystem::path& path) noexcept {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    return read_pid_at(AT_FDCWD, path.c_str());
+}
+
+namespace {
+
+long read_pid_at(int dir_fd, const char* name) noexcept {
+    const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         return 0;
     }
@@ -225,5 +282,7 @@ long FileLock::read_holder_pid(const std::filesystem::path& path) noexcept {
     const long pid = std::strtol(buffer, &end, 10);
     return (end != buffer && pid > 0) ? pid : 0;
 }
+
+}  // namespace
 
 }  // namespace opweave

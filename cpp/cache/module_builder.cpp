@@ -1,8 +1,16 @@
 // opweave core: build_module (see include/opweave/module_builder.hpp).
 #include "opweave/module_builder.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "cache/build_support.hpp"
+#include "cache/file_digest.hpp"
+#include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
+#include "opweave/precompiled_header.hpp"
+#include "util/fd.hpp"
 #include "util/fs.hpp"
 
 namespace opweave {
@@ -10,30 +18,9 @@ namespace opweave {
 namespace {
 
 constexpr const char* k_source_name = "module.cpp";
-constexpr const char* k_library_name = "module.so";
-
-std::string join_command(const std::vector<std::string>& command) {
-    std::string text;
-    for (const std::string& word : command) {
-        if (!text.empty()) {
-            text += ' ';
-        }
-        text += word;
-    }
-    return text;
-}
-
-// Replaces every occurrence of `from` in `text` with `to`.
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-    if (from.empty()) {
-        return text;
-    }
-    for (std::size_t at = text.find(from); at != std::string::npos;
-         at = text.find(from, at + to.size())) {
-        text.replace(at, from.size(), to);
-    }
-    return text;
-}
+constexpr const char* k_staged_library = "module.so";
+constexpr const char* k_depfile_name = "module.d";
+constexpr std::size_t k_library_hash_chars = 16;
 
 // Compiles `staged`. Unkeyed flags may change how fast a module compiles,
 // never what it compiles to, so a compile that exits with an error while
@@ -41,20 +28,21 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 // concurrent `cache clear` removed after it was found, must not fail a build.
 // A genuine error in the source fails the second compile too, and that one is
 // reported. A timeout or a signal is not retried (it would only double the
-// wait).
-CompileResult compile_with_fallback(const Compiler& compiler, CompileJob staged) {
+// wait). Clears staged.unkeyed_flags when it retried.
+CompileResult compile_with_fallback(const Compiler& compiler, CompileJob& staged,
+                                    BuildMonitor* monitor) {
     if (staged.unkeyed_flags.empty()) {
-        return compiler.compile(staged);
+        return compiler.compile(staged, monitor);
     }
     try {
-        return compiler.compile(staged);
+        return compiler.compile(staged, monitor);
     } catch (const CompileError& error) {
         if (error.exit_status() <= 0) {
             throw;
         }
     }
     staged.unkeyed_flags.clear();
-    return compiler.compile(staged);
+    return compiler.compile(staged, monitor);
 }
 
 std::string describe_list(std::string_view name, const std::vector<std::string>& items) {
@@ -67,18 +55,64 @@ std::string describe_list(std::string_view name, const std::vector<std::string>&
     return text + "\n";
 }
 
+// Renames the staged library to module-<16 hex of its SHA-256>.so.
+void name_library_after_content(const std::filesystem::path& staging) {
+    const std::filesystem::path staged = staging / k_staged_library;
+    const util::Fd fd(::open(staged.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        throw CacheError("the compiler wrote no library " + staged.string(), staged);
+    }
+    const std::optional<std::string> sha256 = cache::file_sha256(fd.get(), st, cache::Memo::bypass);
+    if (!sha256) {
+        throw CacheError("cannot read " + staged.string(), staged);
+    }
+    const std::filesystem::path named =
+        staging / ("module-" + sha256->substr(0, k_library_hash_chars) + ".so");
+    std::filesystem::rename(staged, named);
+}
+
+// The prelude the module may use: its entry, or nothing (then `missing` says
+// whether it could have used one that is not built yet).
+std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler,
+                                    const ModuleRequest& request, const CompileJob& job,
+                                    bool& missing) {
+    missing = false;
+    if (!request.prelude || !supports_prelude(compiler)) {
+        return std::nullopt;
+    }
+    const std::string key =
+        prelude_key(compiler, job, request.prelude->header_text, request.prelude->extra);
+    std::optional<Entry> entry = find_prelude(cache, key);
+    missing = !entry;
+    return entry;
+}
+
+// Keeps the source of a failed compile where the user can open it, and
+// points the error's message and diagnostics at that copy.
+[[noreturn]] void rethrow_with_kept_source(ModuleCache& cache, const std::string& key,
+                                           std::string_view source, const CompileError& error,
+                                           const std::filesystem::path& staged_source) {
+    const std::filesystem::path kept = cache.keep_failed_source(key, source);
+    const std::string from = staged_source.string();
+    throw CompileError(cache::replace_all(error.what(), from, kept.string()), error.command(),
+                       cache::replace_all(error.diagnostics(), from, kept.string()), kept,
+                       error.exit_status());
+}
+
 }  // namespace
 
 std::string module_key_material(const Compiler& compiler, const CompileJob& job,
                                 std::string_view extra) {
+    const CompileJob keyed = cache::absolute_dirs(job);
     std::string text = "layout: " + std::to_string(k_module_layout_version) + "\n";
     text += compiler.identity().key_material();
-    text += describe_list("flags", job.flags);
-    text += describe_list("include_dirs", job.include_dirs);
-    text += describe_list("lib_dirs", job.lib_dirs);
-    text += describe_list("libraries", job.libraries);
-    text += "opt_level: " + std::to_string(static_cast<int>(job.opt_level)) + "\n";
-    text += "debug_info: " + std::to_string(static_cast<int>(job.debug_info)) + "\n";
+    text += describe_list("flags", keyed.flags);
+    text += describe_list("include_dirs", keyed.include_dirs);
+    text += describe_list("lib_dirs", keyed.lib_dirs);
+    text += describe_list("libraries", keyed.libraries);
+    text += "opt_level: " + std::to_string(static_cast<int>(keyed.opt_level)) + "\n";
+    text += "debug_info: " + std::to_string(static_cast<int>(keyed.debug_info)) + "\n";
     text += "extra: ";
     text += extra;
     text += "\n";
@@ -87,52 +121,81 @@ std::string module_key_material(const Compiler& compiler, const CompileJob& job,
 
 std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
                        std::string_view extra) {
+    const CompileJob keyed = cache::absolute_dirs(job);
     KeyHasher hasher;
     hasher.add("layout", std::to_string(k_module_layout_version));
     hasher.add("compiler", compiler.identity().key_material());
-    hasher.add(job.flags);
-    hasher.add(job.include_dirs);
-    hasher.add(job.lib_dirs);
-    hasher.add(job.libraries);
-    hasher.add(static_cast<std::int64_t>(job.opt_level));
-    hasher.add(static_cast<std::int64_t>(job.debug_info));
+    hasher.add(keyed.flags);
+    hasher.add(keyed.include_dirs);
+    hasher.add(keyed.lib_dirs);
+    hasher.add(keyed.libraries);
+    hasher.add(static_cast<std::int64_t>(keyed.opt_level));
+    hasher.add(static_cast<std::int64_t>(keyed.debug_info));
     hasher.add("extra", extra);
     hasher.add("source", source);
     return hasher.hex_digest();
 }
 
-BuiltModule build_module(ModuleCache& cache, std::string_view source, const Compiler& compiler,
-                         const CompileJob& job, std::string_view extra) {
-    const std::string key = module_key(source, compiler, job, extra);
-    const std::string entry = cache.entry_dir(key).string();
+BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
+                         const ModuleRequest& request, BuildMonitor* monitor) {
+    const CompileJob job = cache::absolute_dirs(request.job);
+    const std::string key = module_key(request.source, compiler, job, request.extra);
+    const std::filesystem::path entry_dir = cache.entry_dir(key);
+    bool prelude_missing = false;
     const BuildFn build = [&](const std::filesystem::path& staging) {
         CompileJob staged = job;
         staged.source = staging / k_source_name;
-        staged.output = staging / k_library_name;
-        util::write_file_atomic(staged.source, source);
+        staged.output = staging / k_staged_library;
+        staged.depfile = staging / k_depfile_name;
+        const std::optional<Entry> prelude =
+            usable_prelude(cache, compiler, request, job, prelude_missing);
+        staged.unkeyed_flags =
+            prelude ? prelude_include_flags(prelude->dir) : std::vector<std::string>{};
+        util::write_file_atomic(staged.source, request.source);
+        const std::int64_t start = cache::filesystem_now_ns();
+        CompileResult result;
         try {
-            const CompileResult result = compile_with_fallback(compiler, staged);
-            std::string command;
-            for (const auto& words : result.commands) {
-                command += (command.empty() ? "" : "\n") + join_command(words);
-            }
-            // Record the command as it reads for the published entry.
-            command = replace_all(command, staging.string(), entry);
-            return BuildRecord{module_key_material(compiler, job, extra), command, result.seconds};
+            result = compile_with_fallback(compiler, staged, monitor);
         } catch (const CompileError& error) {
-            // The staging directory dies with this exception; keep the source
-            // where the user can open it.
-            // Point the message and diagnostics at the kept copy.
-            const std::filesystem::path kept = cache.keep_failed_source(key, source);
-            const std::string staged_source = staged.source.string();
-            throw CompileError(replace_all(error.what(), staged_source, kept.string()),
-                               error.command(),
-                               replace_all(error.diagnostics(), staged_source, kept.string()),
-                               kept, error.exit_status());
+            rethrow_with_kept_source(cache, key, request.source, error, staged.source);
         }
+        BuildRecord record;
+        record.headers = cache::compiled_headers(cache, request, staged, start);
+        if (prelude && !staged.unkeyed_flags.empty()) {
+            // What the precompiled header read, the module read too.
+            cache::merge_headers(record.headers, prelude->headers);
+        }
+        name_library_after_content(staging);
+        record.kind = "module";
+        record.label = request.label;
+        record.key_material = module_key_material(compiler, job, request.extra);
+        record.command = cache::display_command(result, staging, entry_dir);
+        record.compile_seconds = result.seconds;
+        return record;
     };
-    const CacheResult result = cache.get_or_build(key, build);
-    return {result.dir, result.dir / k_library_name, result.dir / k_source_name, result.outcome};
+    CacheResult result = cache.get_or_build(key, build, monitor);
+    BuiltModule built;
+    built.key = key;
+    built.dir = result.entry.dir;
+    built.library = result.entry.file_ending(".so");
+    built.source = result.entry.dir / k_source_name;
+    built.outcome = result.outcome;
+    built.compile_seconds = result.entry.compile_seconds;
+    built.events = std::move(result.events);
+    built.prelude_missing = prelude_missing && result.outcome == Outcome::built;
+    if (built.library.empty()) {
+        throw CacheError("cache entry " + built.dir.string() + " holds no library", built.dir);
+    }
+    return built;
+}
+
+BuiltModule build_module(ModuleCache& cache, std::string_view source, const Compiler& compiler,
+                         const CompileJob& job, std::string_view extra) {
+    ModuleRequest request;
+    request.source = std::string(source);
+    request.job = job;
+    request.extra = std::string(extra);
+    return build_module(cache, compiler, request);
 }
 
 }  // namespace opweave

@@ -1,21 +1,30 @@
-// opweave core: ModuleCache (see include/opweave/module_cache.hpp).
+// opweave core: ModuleCache lookups and builds (see
+// include/opweave/module_cache.hpp; listing, verifying and cleaning up live
+// in cache_maintenance.cpp).
 //
 // Concurrency rules, by operation:
-//  - lookup: a stat() of the entry directory. Publishing and deleting are
-//    single renames, so a reader sees an entry whole or not at all. A reader
-//    that found an entry and then loses it to a concurrent evict sees its
-//    files vanish (ENOENT), never a partial file: it treats that as a miss.
-//  - get_or_build: the per-key lock serialises builders of one key, and the
-//    second lookup under the lock turns every waiter into a reader of the
-//    winner's entry. Keys never share a lock.
-//  - last-used refresh: rewrites meta.json by rename, at most once a minute
-//    per entry (the entry directory's mtime, which that rename updates, tells
-//    when it was last done). Concurrent refreshes write near-equal values; the
-//    last rename wins. A refresh that races a delete fails quietly.
-//  - evict / clear / prune: rename into trash/, then remove. Two processes
-//    deleting the same entry: one rename wins, the other sees ENOENT.
+//  - lookup: no lock. Publishing, replacing and deleting are renames, so a
+//    reader sees an entry whole or not at all; a reader whose entry vanishes
+//    while it verifies it (evicted, replaced) sees ENOENT and treats it as a
+//    miss. The last-use time is the entry directory's mtime, touched at most
+//    once a minute; nothing the verification covers is ever rewritten.
+//  - get_or_build: the per-key lock serialises everything that changes a
+//    key's entry (publishing, replacing a stale entry, quarantining a
+//    damaged one), and the second check under the lock turns every waiter
+//    into a reader of the winner's entry. So a damaged entry is quarantined
+//    only if it is still the damaged one: a reader that found damage never
+//    moves aside a fresh entry that a builder published meanwhile.
+//  - replacing a stale entry: under the lock, the old directory is renamed
+//    into trash and the new one renamed into place. Processes that loaded
+//    the old module keep their mapping; its library has another name than
+//    the new one (see module_builder.cpp), so dlopen() cannot confuse them.
+//  - evict / clear / prune: rename into trash/, then remove, without the
+//    key's lock: a concurrent reader misses, a concurrent builder publishes
+//    after. Two processes deleting the same entry: one rename wins, the
+//    other sees ENOENT.
 #include "opweave/module_cache.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,7 +34,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cache/entry_check.hpp"
 #include "cache/entry_metadata.hpp"
+#include "cache/module_cache_impl.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/file_lock.hpp"
 #include "opweave/staging_dir.hpp"
@@ -35,70 +46,107 @@ namespace opweave {
 
 namespace {
 
+using cache::EntryCheck;
+using cache::EntryState;
+
 constexpr double k_last_used_refresh_seconds = 60.0;
-// A staging directory without an owner lock is a crash between mkdir and
-// locking; anything that old is certainly not a build starting up.
-constexpr double k_staging_grace_seconds = 3600.0;
 constexpr const char* k_cachedir_tag =
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by opweave.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n";
 
-double mtime_of(const struct stat& st) {
-    return static_cast<double>(st.st_mtim.tv_sec) + 1e-9 * static_cast<double>(st.st_mtim.tv_nsec);
+std::filesystem::path resolve_root(const CacheOptions& options) {
+    std::filesystem::path root =
+        options.root.empty() ? ModuleCache::default_root() : std::filesystem::absolute(options.root);
+    util::make_dirs(root);
+    std::error_code error;
+    std::filesystem::path real = std::filesystem::canonical(root, error);
+    return error ? root : real;
 }
 
-std::string octal_mode(mode_t mode) {
-    char text[8];
-    std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
-    return text;
+void touch_if_due(const util::Dir& shard, const Entry& entry) {
+    if (util::now_seconds() - entry.last_used > k_last_used_refresh_seconds) {
+        shard.touch(entry.key);  // best effort: a read-only cache still serves
+    }
 }
 
-// Refuses a root that another user could write to: they could plant a
-// module that this user then loads and runs.
-void check_root_permissions(const std::filesystem::path& root) {
-    struct stat st {};
-    if (::stat(root.c_str(), &st) != 0) {
-        throw CacheError("cannot access cache directory " + root.string() + ": " +
-                             std::strerror(errno),
-                         root);
+// Holds the key's lock until the end of the scope, then removes the lock
+// file so that lock files do not pile up.
+class KeyLock {
+public:
+    KeyLock(const util::Dir& version, std::string_view key, double timeout,
+            BuildMonitor* monitor)
+        : m_locks(cache::require_layout_dir(version, cache::k_locks_dir, nullptr)),
+          m_lock(m_locks.fd(), std::string(key) + ".lock",
+                 m_locks.path_of(std::string(key) + ".lock")) {
+        m_lock.acquire(std::chrono::duration<double>(timeout), monitor);
     }
-    if (!S_ISDIR(st.st_mode)) {
-        throw CacheError("cache path " + root.string() + " is not a directory", root);
-    }
-    if (st.st_uid != ::geteuid()) {
-        throw CacheError("cache directory " + root.string() + " is owned by uid " +
-                             std::to_string(st.st_uid) + ", not by this user (uid " +
-                             std::to_string(::geteuid()) +
-                             "); use a directory of your own (OPWEAVE_FLAGS=compiledir=...)",
-                         root);
-    }
-    if ((st.st_mode & (S_IWOTH | S_IWGRP)) != 0) {
-        const char* fix = "chmod go-w ";
-        throw CacheError("cache directory " + root.string() + " is writable by other users (mode " +
-                             octal_mode(st.st_mode) + "), so they could plant code that " +
-                             "opweave would load; fix it with `" + fix + root.string() +
-                             "`, or use another directory (OPWEAVE_FLAGS=compiledir=...)",
-                         root);
-    }
-}
+    ~KeyLock() { m_lock.release_and_remove(); }
+    KeyLock(const KeyLock&) = delete;
+    KeyLock& operator=(const KeyLock&) = delete;
+
+    const util::Dir& locks() const { return m_locks; }
+
+private:
+    util::Dir m_locks;
+    FileLock m_lock;
+};
 
 }  // namespace
 
-ModuleCache::ModuleCache(CacheOptions options) : m_options(std::move(options)) {
-    m_root = m_options.root.empty() ? default_root() : std::filesystem::absolute(m_options.root);
-    util::make_dirs(m_root);
-    check_root_permissions(m_root);
-    for (const auto& dir : {entries_dir(), locks_dir(), tmp_dir(), trash_dir()}) {
-        util::make_dirs(dir);
+namespace cache {
+
+Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* events) {
+    util::Dir root_dir = open_root(root);
+    util::Dir version = require_layout_dir(root_dir, version_dir_name(), events);
+    util::Dir entries = require_layout_dir(version, k_entries_dir, events);
+    return {std::move(root_dir), std::move(version), std::move(entries)};
+}
+
+std::string shard_name(std::string_view key) { return std::string(key.substr(0, 2)); }
+
+std::string unique_name(std::string_view key) {
+    return std::string(key) + "." + std::to_string(::getpid()) + "." + util::random_suffix();
+}
+
+bool discard(const util::Dir& version, const util::Dir& from, std::string_view name) {
+    const util::Dir trash = require_layout_dir(version, k_trash_dir, nullptr);
+    const std::string doomed = unique_name(name);
+    if (!from.rename(name, trash, doomed)) {
+        return false;
     }
-    const auto tag = m_root / "CACHEDIR.TAG";
-    if (::access(tag.c_str(), F_OK) != 0) {
-        try {
-            util::write_file_atomic(tag, k_cachedir_tag);
-        } catch (const CacheError&) {
-            // Only a courtesy to backup tools; a read-only root still works.
+    trash.remove(doomed);
+    return true;
+}
+
+}  // namespace cache
+
+std::filesystem::path Entry::file_ending(std::string_view suffix) const {
+    for (const EntryFile& file : files) {
+        if (file.name.size() >= suffix.size() &&
+            file.name.compare(file.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            return dir / file.name;
         }
+    }
+    return {};
+}
+
+ModuleCache::ModuleCache(CacheOptions options)
+    : m_root(resolve_root(options)),
+      m_options(std::move(options)),
+      m_impl(std::make_unique<Impl>()) {
+    const util::Dir root = cache::open_root(m_root);
+    if (!root.stat(std::string("CACHEDIR.TAG"))) {
+        // Only a courtesy to backup tools; a read-only root still works.
+        root.write_file("CACHEDIR.TAG", k_cachedir_tag, 0600, util::Sync::no);
+    }
+}
+
+ModuleCache::~ModuleCache() {
+    try {
+        flush_counters();
+    } catch (...) {
+        // A destructor must not throw; the counts are only statistics.
     }
 }
 
@@ -128,207 +176,227 @@ void ModuleCache::check_key(std::string_view key) {
     }
 }
 
-std::filesystem::path ModuleCache::versioned_dir() const {
-    return m_root / ("v" + std::to_string(k_format_version));
-}
-std::filesystem::path ModuleCache::entries_dir() const { return versioned_dir() / "entries"; }
-std::filesystem::path ModuleCache::locks_dir() const { return versioned_dir() / "locks"; }
-std::filesystem::path ModuleCache::tmp_dir() const { return versioned_dir() / "tmp"; }
-std::filesystem::path ModuleCache::trash_dir() const { return versioned_dir() / "trash"; }
-std::filesystem::path ModuleCache::failed_dir() const { return versioned_dir() / "failed"; }
-
 std::filesystem::path ModuleCache::entry_dir(std::string_view key) const {
     check_key(key);
-    return entries_dir() / std::string(key.substr(0, 2)) / std::string(key);
+    return m_root / cache::version_dir_name() / cache::k_entries_dir / cache::shard_name(key) /
+           std::string(key);
 }
 
-std::optional<std::filesystem::path> ModuleCache::lookup(std::string_view key) const {
-    std::filesystem::path dir = entry_dir(key);
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+namespace {
+
+// Moves the unusable entry `key` of `shard` into quarantine (the caller holds
+// the key's lock). Returns whether there was one. Throws CacheError if it
+// cannot be moved (another user's directory): then its place is unusable.
+bool move_to_quarantine(const util::Dir& version, const util::Dir& shard, std::string_view key,
+                        const std::string& problem, std::vector<CacheEvent>* events) {
+    const util::Dir quarantine =
+        cache::require_layout_dir(version, cache::k_quarantine_dir, events);
+    if (shard.rename(key, quarantine, cache::unique_name(key))) {
+        if (events != nullptr) {
+            events->push_back({CacheEvent::Kind::quarantined, shard.path_of(key), problem});
+        }
+        return true;
+    }
+    if (errno == ENOENT) {
+        return false;
+    }
+    throw CacheError("cache entry " + shard.path_of(key).string() + " is unusable (" + problem +
+                         ") and cannot be moved aside: " + std::strerror(errno) +
+                         "; remove it (as its owner or as root), or use another cache "
+                         "directory (OPWEAVE_FLAGS=compiledir=...)",
+                     shard.path_of(key));
+}
+
+// Under the key's lock: deals with what the second check found. A damaged
+// or foreign entry is quarantined; the others are left as they are.
+void settle_locked(const util::Dir& version, const util::Dir& shard, std::string_view key,
+                   const EntryCheck& check, std::vector<CacheEvent>* events,
+                   CacheCounters& counts) {
+    if (check.state == EntryState::damaged || check.state == EntryState::foreign) {
+        if (move_to_quarantine(version, shard, key, check.problem, events)) {
+            ++counts.quarantines;
+        }
+    }
+}
+
+
+// Under the key's lock: builds into a staging directory, seals and records
+// its files, and publishes it as `key` in `shard` (replacing a stale entry).
+// Sets result.entry and result.outcome, and counts the build.
+void publish_build(const cache::Places& places, const util::Dir& shard, std::string_view key,
+                   EntryState found, const BuildFn& build, CacheResult& result,
+                   CacheCounters& counts) {
+    const util::Dir tmp =
+        cache::require_layout_dir(places.version, cache::k_tmp_dir, &result.events);
+    StagingDir staging(tmp.fd(), tmp.path(), key);
+    const BuildRecord record = build(staging.path());
+    const std::optional<util::Dir> staged = tmp.open_dir(staging.name());
+    if (!staged) {
+        throw CacheError("the staging directory " + staging.path().string() + " vanished",
+                         staging.path());
+    }
+    Entry entry;
+    entry.key = std::string(key);
+    entry.kind = record.kind;
+    entry.label = record.label;
+    entry.key_material = record.key_material;
+    entry.command = record.command;
+    entry.compile_seconds = record.compile_seconds;
+    entry.created = util::now_seconds();
+    entry.headers = record.headers;
+    entry.files = cache::seal_files(*staged);
+    // The metadata goes last: an entry without it is never trusted.
+    if (!staged->write_file(ModuleCache::k_metadata_file, cache::metadata_json(entry))) {
+        throw CacheError("cannot write the metadata of " + staging.path().string() + ": " +
+                             std::strerror(errno),
+                         staging.path());
+    }
+    staged->set_mode(0700);
+    staged->sync();
+
+    if (found == EntryState::stale) {
+        cache::discard(places.version, shard, key);
+    }
+    const Published published = staging.publish(shard.fd(), key);
+    shard.sync();
+    if (published == Published::yes) {
+        shard.touch(key);
+        counts.builds = 1;
+        counts.compile_seconds = record.compile_seconds;
+        entry.dir = shard.path_of(key);
+        entry.last_used = util::now_seconds();
+        entry.size_bytes = util::tree_size(shard, key);
+        result.entry = std::move(entry);
+        result.outcome = Outcome::built;
+        return;
+    }
+    // lost_race needs a writer that skipped the lock (a foreign tool): use
+    // its entry if it verifies.
+    EntryCheck check = cache::check_entry(shard, key, cache::Memo::use);
+    if (check.state != EntryState::valid) {
+        throw CacheError("another writer published " + shard.path_of(key).string() +
+                             " without the key's lock, and it does not verify: " + check.problem,
+                         shard.path_of(key));
+    }
+    result.entry = std::move(check.entry);
+    result.outcome = Outcome::built_by_other;
+}
+}  // namespace
+
+std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<CacheEvent>* events,
+                                         BuildMonitor* monitor) {
+    check_key(key);
+    const cache::Places places = cache::open_places(m_root, events);
+    const auto shard =
+        cache::open_layout_dir(places.entries, cache::shard_name(key), cache::Create::no, events);
+    if (!shard) {
         return std::nullopt;
     }
-    const double now = util::now_seconds();
-    if (now - mtime_of(st) > k_last_used_refresh_seconds) {
-        if (auto metadata = cache::read_metadata(dir)) {
-            metadata->last_used = now;
-            try {
-                cache::write_metadata(dir, *metadata);
-            } catch (const CacheError&) {
-                // Best effort: a read-only cache or a concurrent delete.
-            }
-        }
+    EntryCheck check = cache::check_entry(*shard, key, cache::Memo::use);
+    if (check.state == EntryState::valid) {
+        touch_if_due(*shard, check.entry);
+        return std::move(check.entry);
     }
-    return dir;
+    if (check.state == EntryState::stale && events != nullptr) {
+        events->push_back({CacheEvent::Kind::stale, shard->path_of(key), check.problem});
+    }
+    if (check.state == EntryState::damaged || check.state == EntryState::foreign) {
+        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);
+        CacheCounters counts;
+        settle_locked(places.version, *shard, key,
+                      cache::check_entry(*shard, key, cache::Memo::use), events, counts);
+        m_impl->counters.add(counts);
+    }
+    return std::nullopt;
 }
 
-CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build) {
-    if (auto dir = lookup(key)) {
-        return {*dir, Outcome::hit};
+bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
+                             BuildMonitor* monitor) {
+    check_key(key);
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    const auto shard = cache::open_layout_dir(places.entries, cache::shard_name(key),
+                                              cache::Create::no, nullptr);
+    if (!shard) {
+        return false;
     }
-    const std::filesystem::path destination = entry_dir(key);
-    // A miss is rare and costs a compile; clean up after killed builds now,
-    // and recreate the layout in case someone deleted the cache meanwhile.
+    const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);
+    const bool moved = move_to_quarantine(places.version, *shard, key, std::string(problem), nullptr);
+    if (moved) {
+        CacheCounters counts;
+        counts.quarantines = 1;
+        m_impl->counters.add(counts);
+    }
+    return moved;
+}
+
+CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build,
+                                      BuildMonitor* monitor) {
+    check_key(key);
+    CacheResult result;
+    CacheCounters counts;
+    const cache::Places places = cache::open_places(m_root, &result.events);
+    const util::Dir shard = cache::require_layout_dir(places.entries, cache::shard_name(key),
+                                                      &result.events);
+    EntryCheck check = cache::check_entry(shard, key, cache::Memo::use);
+    if (check.state == EntryState::valid) {
+        touch_if_due(shard, check.entry);
+        counts.hits = 1;
+        counts.saved_seconds = check.entry.compile_seconds;
+        m_impl->counters.add(counts);
+        if (m_impl->counters.due()) {
+            flush_counters();
+        }
+        result.entry = std::move(check.entry);
+        return result;
+    }
+    counts.misses = 1;
+    if (check.state == EntryState::stale) {
+        result.events.push_back({CacheEvent::Kind::stale, shard.path_of(key), check.problem});
+    }
+    // A miss is rare and costs a compile: clean up after killed builds now.
     sweep();
-    util::make_dirs(locks_dir());
-    FileLock lock(locks_dir() / (std::string(key) + ".lock"));
-    lock.acquire(std::chrono::duration<double>(m_options.lock_timeout_seconds));
-    struct LockRemover {
-        FileLock& lock;
-        ~LockRemover() { lock.release_and_remove(); }
-    } remover{lock};
 
-    if (auto dir = lookup(key)) {
-        return {*dir, Outcome::built_by_other};
-    }
-    StagingDir staging(tmp_dir(), key);
-    const BuildRecord record = build(staging.path());
-
-    cache::EntryMetadata metadata;
-    metadata.key = std::string(key);
-    metadata.key_material = record.key_material;
-    metadata.command = record.command;
-    metadata.compile_seconds = record.compile_seconds;
-    metadata.created = util::now_seconds();
-    metadata.last_used = metadata.created;
-    cache::write_metadata(staging.path(), metadata);
-
-    util::make_dirs(destination.parent_path());
-    // Contents reach the disk before the rename that publishes them, and the
-    // rename before we report success: a crash leaves no truncated entry.
-    util::sync_dir(staging.path());
-    const Published published = staging.publish(destination);
-    util::sync_dir(destination.parent_path());
-    // lost_race needs a writer that skipped the lock (a foreign tool); the
-    // entry there is still a whole, published one.
-    return {destination, published == Published::yes ? Outcome::built : Outcome::built_by_other};
-}
-
-std::vector<EntryInfo> ModuleCache::list() const {
-    std::vector<EntryInfo> entries;
-    for (const std::string& shard : util::list_dir(entries_dir())) {
-        const std::filesystem::path shard_dir = entries_dir() / shard;
-        for (const std::string& name : util::list_dir(shard_dir)) {
-            const std::filesystem::path dir = shard_dir / name;
-            struct stat st {};
-            if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-                continue;
-            }
-            EntryInfo info;
-            info.key = name;
-            info.dir = dir;
-            info.size_bytes = util::tree_size(dir);
-            info.created = info.last_used = mtime_of(st);
-            if (const auto metadata = cache::read_metadata(dir)) {
-                info.created = metadata->created;
-                info.last_used = std::max(metadata->last_used, metadata->created);
-                info.compile_seconds = metadata->compile_seconds;
-                info.command = metadata->command;
-                info.key_material = metadata->key_material;
-            }
-            entries.push_back(std::move(info));
+    {
+        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);
+        check = cache::check_entry(shard, key, cache::Memo::use);
+        if (check.state == EntryState::valid) {
+            m_impl->counters.add(counts);
+            result.entry = std::move(check.entry);
+            result.outcome = Outcome::built_by_other;
+            return result;
         }
-    }
-    return entries;
-}
+        settle_locked(places.version, shard, key, check, &result.events, counts);
 
-CacheStats ModuleCache::stats() const {
-    CacheStats stats;
-    for (const EntryInfo& entry : list()) {
-        ++stats.entries;
-        stats.total_bytes += entry.size_bytes;
-        stats.oldest_use = stats.entries == 1 ? entry.last_used : std::min(stats.oldest_use, entry.last_used);
-        stats.newest_use = std::max(stats.newest_use, entry.last_used);
+        publish_build(places, shard, key, check.state, build, result, counts);
     }
-    for (const std::string& name : util::list_dir(tmp_dir())) {
-        const bool is_lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
-        stats.builds_in_flight += is_lock ? 0 : 1;
+    m_impl->counters.add(counts);
+    if (m_options.max_total_bytes) {
+        prune(m_options.max_total_bytes, std::nullopt, key);
     }
-    return stats;
-}
-
-bool ModuleCache::remove_entry_dir(const std::filesystem::path& dir) {
-    util::make_dirs(trash_dir());
-    const std::filesystem::path doomed =
-        trash_dir() / (dir.filename().string() + "." + std::to_string(::getpid()) + "." +
-                       util::random_suffix());
-    if (::rename(dir.c_str(), doomed.c_str()) != 0) {
-        if (errno == ENOENT) {
-            return false;
-        }
-        throw CacheError("cannot remove cache entry " + dir.string() + ": " + std::strerror(errno),
-                         dir);
+    if (m_impl->counters.due()) {
+        flush_counters();
     }
-    util::remove_tree(doomed);
-    return true;
-}
-
-bool ModuleCache::evict(std::string_view key) { return remove_entry_dir(entry_dir(key)); }
-
-std::size_t ModuleCache::clear() {
-    std::size_t removed = 0;
-    for (const std::string& shard : util::list_dir(entries_dir())) {
-        for (const std::string& name : util::list_dir(entries_dir() / shard)) {
-            removed += remove_entry_dir(entries_dir() / shard / name) ? 1 : 0;
-        }
-    }
-    sweep();
-    return removed;
-}
-
-PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
-                               std::optional<double> older_than_seconds) {
-    std::vector<EntryInfo> entries = list();
-    std::sort(entries.begin(), entries.end(),
-              [](const EntryInfo& a, const EntryInfo& b) { return a.last_used < b.last_used; });
-    std::uint64_t total = 0;
-    for (const EntryInfo& entry : entries) {
-        total += entry.size_bytes;
-    }
-    PruneResult result;
-    const double now = util::now_seconds();
-    for (const EntryInfo& entry : entries) {
-        const bool too_old = older_than_seconds && now - entry.last_used > *older_than_seconds;
-        const bool too_big = max_total_bytes && total > *max_total_bytes;
-        if (!too_old && !too_big) {
-            continue;
-        }
-        if (remove_entry_dir(entry.dir)) {
-            ++result.removed;
-            result.freed_bytes += entry.size_bytes;
-        }
-        total -= entry.size_bytes;
-    }
-    sweep();
     return result;
+}
+
+void ModuleCache::flush_counters() {
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    const util::Dir locks = cache::require_layout_dir(places.version, cache::k_locks_dir, nullptr);
+    m_impl->counters.write(places.version, locks);
 }
 
 std::filesystem::path ModuleCache::keep_failed_source(std::string_view key,
                                                       std::string_view source) {
     check_key(key);
-    util::make_dirs(failed_dir());
-    std::filesystem::path path = failed_dir() / (std::string(key) + ".cpp");
-    util::write_file_atomic(path, source);
-    return path;
-}
-
-std::size_t ModuleCache::sweep() {
-    std::size_t removed = StagingDir::sweep(tmp_dir(), k_staging_grace_seconds);
-    for (const std::string& name : util::list_dir(trash_dir())) {
-        removed += util::remove_tree(trash_dir() / name) ? 1 : 0;
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    const util::Dir failed = cache::require_layout_dir(places.version, cache::k_failed_dir, nullptr);
+    const std::string name = std::string(key) + ".cpp";
+    if (!failed.write_file(name, source, 0600, util::Sync::no)) {
+        throw CacheError("cannot write " + failed.path_of(name).string() + ": " +
+                             std::strerror(errno),
+                         failed.path_of(name));
     }
-    for (const std::string& name : util::list_dir(locks_dir())) {
-        // A lock file left by a killed builder: free, so take and remove it.
-        FileLock orphan(locks_dir() / name);
-        try {
-            if (orphan.try_acquire()) {
-                orphan.release_and_remove();
-            }
-        } catch (const CacheError&) {
-            // Vanished or unreadable: nothing to clean.
-        }
-    }
-    return removed;
+    return failed.path_of(name);
 }
 
 }  // namespace opweave

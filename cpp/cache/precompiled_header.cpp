@@ -4,26 +4,20 @@
 // link, which a header never has, so modules that differ only in what they
 // link share one prelude.
 //
-// Why the .gch size is recorded: GCC reads an empty or foreign .gch as "not
-// valid" and parses the header instead, but a truncated one is a fatal error.
-// build_module retries such a compile without the prelude, so a damaged entry
-// never fails a build; the size check makes it cheap to notice and replace.
-//
 // Races:
-//  - find_prelude takes no lock. An entry is published whole, so its files
-//    agree unless it was damaged after publishing, or is being deleted: then
-//    the entry is evicted and reported missing (evicting an entry that is
-//    already gone does nothing).
-//  - A prelude removed (cache clear, prune) after find_prelude returned it
-//    makes that one compile fail on the missing -include; build_module then
-//    compiles without it.
+//  - find_prelude takes no lock. An entry is published whole and verified
+//    before it is returned; a damaged one is quarantined (by the cache,
+//    under the key's lock) and reported missing.
+//  - A prelude removed (cache clear, prune, quarantine) after find_prelude
+//    returned it makes that one compile fail on the missing -include;
+//    build_module then compiles without it.
 #include "opweave/precompiled_header.hpp"
 
-#include <sys/stat.h>
-
 #include <cstdint>
-#include <exception>
+#include <stdexcept>
 
+#include "cache/build_support.hpp"
+#include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
 #include "util/fs.hpp"
@@ -33,11 +27,7 @@ namespace opweave {
 namespace {
 
 constexpr const char* k_gch_suffix = ".gch";
-constexpr const char* k_size_file_name = "opweave_prelude.gch_size";
-
-std::filesystem::path gch_path(const std::filesystem::path& dir) {
-    return dir / (std::string(k_prelude_header_name) + k_gch_suffix);
-}
+constexpr const char* k_depfile_name = "opweave_prelude.d";
 
 bool contains(std::string_view text, std::string_view part) {
     return text.find(part) != std::string_view::npos;
@@ -51,38 +41,22 @@ std::string join_words(const std::vector<std::string>& words) {
     return text;
 }
 
-// Replaces every occurrence of `from` in `text` with `to`.
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-    for (std::size_t at = text.find(from); !from.empty() && at != std::string::npos;
-         at = text.find(from, at + to.size())) {
-        text.replace(at, from.size(), to);
+// "Python.h numpy/arrayobject.h": the headers a prelude's text includes.
+std::string included_names(std::string_view text) {
+    std::vector<std::string> names;
+    std::size_t at = 0;
+    while ((at = text.find("#include", at)) != std::string_view::npos) {
+        const std::size_t open = text.find_first_of("<\"", at);
+        const std::size_t close = open == std::string_view::npos
+                                      ? open
+                                      : text.find_first_of(">\"", open + 1);
+        if (close == std::string_view::npos) {
+            break;
+        }
+        names.emplace_back(text.substr(open + 1, close - open - 1));
+        at = close;
     }
-    return text;
-}
-
-// The size of the regular file at `path`, or nothing if there is none.
-std::optional<std::uint64_t> regular_file_size(const std::filesystem::path& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        return std::nullopt;
-    }
-    return static_cast<std::uint64_t>(st.st_size);
-}
-
-// The size the entry's .gch had when it was built, or nothing if the record
-// cannot be read or is not a number.
-std::optional<std::uint64_t> recorded_size(const std::filesystem::path& dir) {
-    const std::optional<std::string> text = util::read_file(dir / k_size_file_name);
-    if (!text || text->empty()) {
-        return std::nullopt;
-    }
-    try {
-        std::size_t used = 0;
-        const unsigned long long value = std::stoull(*text, &used);
-        return used == text->size() ? std::optional<std::uint64_t>(value) : std::nullopt;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
+    return join_words(names);
 }
 
 }  // namespace
@@ -95,12 +69,13 @@ bool supports_prelude(const Compiler& compiler) {
 
 std::string prelude_key_material(const Compiler& compiler, const CompileJob& job,
                                  std::string_view header_text, std::string_view extra) {
+    const CompileJob keyed = cache::absolute_dirs(job);
     std::string text = "prelude layout: " + std::to_string(k_prelude_layout_version) + "\n";
     text += compiler.identity().key_material();
-    text += "flags: " + join_words(job.flags) + "\n";
-    text += "include_dirs: " + join_words(job.include_dirs) + "\n";
-    text += "opt_level: " + std::to_string(static_cast<int>(job.opt_level)) + "\n";
-    text += "debug_info: " + std::to_string(static_cast<int>(job.debug_info)) + "\n";
+    text += "flags: " + join_words(keyed.flags) + "\n";
+    text += "include_dirs: " + join_words(keyed.include_dirs) + "\n";
+    text += "opt_level: " + std::to_string(static_cast<int>(keyed.opt_level)) + "\n";
+    text += "debug_info: " + std::to_string(static_cast<int>(keyed.debug_info)) + "\n";
     text += "extra: ";
     text += extra;
     text += "\nheader:\n";
@@ -110,13 +85,14 @@ std::string prelude_key_material(const Compiler& compiler, const CompileJob& job
 
 std::string prelude_key(const Compiler& compiler, const CompileJob& job,
                         std::string_view header_text, std::string_view extra) {
+    const CompileJob keyed = cache::absolute_dirs(job);
     KeyHasher hasher;
     hasher.add("layout", "prelude-" + std::to_string(k_prelude_layout_version));
     hasher.add("compiler", compiler.identity().key_material());
-    hasher.add(job.flags);
-    hasher.add(job.include_dirs);
-    hasher.add(static_cast<std::int64_t>(job.opt_level));
-    hasher.add(static_cast<std::int64_t>(job.debug_info));
+    hasher.add(keyed.flags);
+    hasher.add(keyed.include_dirs);
+    hasher.add(static_cast<std::int64_t>(keyed.opt_level));
+    hasher.add(static_cast<std::int64_t>(keyed.debug_info));
     hasher.add("extra", extra);
     hasher.add("header", header_text);
     return hasher.hex_digest();
@@ -126,52 +102,50 @@ std::vector<std::string> prelude_include_flags(const std::filesystem::path& entr
     return {"-include", (entry_dir / k_prelude_header_name).string()};
 }
 
-std::optional<std::filesystem::path> find_prelude(ModuleCache& cache, std::string_view key) {
-    const std::optional<std::filesystem::path> dir = cache.lookup(key);
-    if (!dir) {
-        return std::nullopt;
+std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key) {
+    std::optional<Entry> entry = cache.lookup(key);
+    if (entry && entry->file_ending(std::string(k_prelude_header_name) + k_gch_suffix).empty()) {
+        return std::nullopt;  // not a prelude
     }
-    const std::optional<std::uint64_t> expected = recorded_size(*dir);
-    if (!expected || regular_file_size(gch_path(*dir)) != expected ||
-        !regular_file_size(*dir / k_prelude_header_name)) {
-        try {
-            cache.evict(key);
-        } catch (const CacheError&) {
-            // A read-only cache: the entry stays, and is simply not used.
-        }
-        return std::nullopt;
-    }
-    return dir;
+    return entry;
 }
 
-CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler, const CompileJob& job,
-                          std::string_view header_text, std::string_view extra) {
+CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
+                          const ModuleRequest& request, BuildMonitor* monitor) {
+    if (!request.prelude) {
+        throw std::invalid_argument("build_prelude: the request names no prelude");
+    }
+    const CompileJob job = cache::absolute_dirs(request.job);
+    const std::string& header_text = request.prelude->header_text;
+    const std::string& extra = request.prelude->extra;
     const std::string key = prelude_key(compiler, job, header_text, extra);
-    const std::string entry = cache.entry_dir(key).string();
+    const std::filesystem::path entry = cache.entry_dir(key);
     const BuildFn build = [&](const std::filesystem::path& staging) {
         CompileJob staged = job;
         staged.unkeyed_flags.clear();
         staged.lib_dirs.clear();
         staged.libraries.clear();
         staged.source = staging / k_prelude_header_name;
-        staged.output = gch_path(staging);
+        staged.output = staging / (std::string(k_prelude_header_name) + k_gch_suffix);
+        staged.depfile = staging / k_depfile_name;
         util::write_file_atomic(staged.source, header_text);
-        const CompileResult result = compiler.compile_header(staged);
-        const std::optional<std::uint64_t> size = regular_file_size(staged.output);
-        if (!size) {
+        const std::int64_t start = cache::filesystem_now_ns();
+        const CompileResult result = compiler.compile_header(staged, monitor);
+        std::error_code missing;
+        if (!std::filesystem::is_regular_file(staged.output, missing)) {
             throw CacheError("the compiler wrote no precompiled header " + staged.output.string(),
                              staged.output);
         }
-        util::write_file_atomic(staging / k_size_file_name, std::to_string(*size));
-        std::string command;
-        for (const auto& words : result.commands) {
-            command += (command.empty() ? "" : "\n") + join_words(words);
-        }
-        command = replace_all(command, staging.string(), entry);
-        return BuildRecord{prelude_key_material(compiler, job, header_text, extra), command,
-                           result.seconds};
+        BuildRecord record;
+        record.kind = "prelude";
+        record.label = "precompiled " + included_names(header_text);
+        record.headers = cache::compiled_headers(cache, request, staged, start);
+        record.key_material = prelude_key_material(compiler, job, header_text, extra);
+        record.command = cache::display_command(result, staging, entry);
+        record.compile_seconds = result.seconds;
+        return record;
     };
-    return cache.get_or_build(key, build);
+    return cache.get_or_build(key, build, monitor);
 }
 
 }  // namespace opweave

@@ -63,10 +63,14 @@ void append_flags(std::vector<std::string>& command, const CompileJob& job) {
     command.insert(command.end(), job.flags.begin(), job.flags.end());
 }
 
-// The flags of a compile step: the job's flags, then its unkeyed flags.
+// The flags of a compile step: the job's flags, then its unkeyed flags,
+// then the dependency file's.
 void append_compile_flags(std::vector<std::string>& command, const CompileJob& job) {
     append_flags(command, job);
     command.insert(command.end(), job.unkeyed_flags.begin(), job.unkeyed_flags.end());
+    if (!job.depfile.empty()) {
+        command.insert(command.end(), {"-MD", "-MF", job.depfile.string()});
+    }
 }
 
 // Empty entries are dropped: a bare "-I" or "-L" would swallow the next word.
@@ -197,21 +201,25 @@ std::vector<std::string> SystemCompiler::header_command_line(const CompileJob& j
     return command;
 }
 
-CompileResult SystemCompiler::compile(const CompileJob& job) const {
+CompileResult SystemCompiler::compile(const CompileJob& job, BuildMonitor* monitor) const {
     const std::vector<std::vector<std::string>> commands = command_lines(job);
     const ObjectFileCleanup cleanup(commands.size() == 2 ? std::filesystem::path(object_path(job))
                                                          : std::filesystem::path());
-    return run_commands(commands, job);
+    return run_commands(commands, job, monitor);
 }
 
-CompileResult SystemCompiler::compile_header(const CompileJob& job) const {
-    return run_commands({header_command_line(job)}, job);
+CompileResult SystemCompiler::compile_header(const CompileJob& job, BuildMonitor* monitor) const {
+    return run_commands({header_command_line(job)}, job, monitor);
 }
 
 // Runs one command (compile and link, or a header) or two (with a launcher:
 // compile an object, then link), stopping at the first failure.
 CompileResult SystemCompiler::run_commands(const std::vector<std::vector<std::string>>& commands,
-                                           const CompileJob& job) const {
+                                           const CompileJob& job, BuildMonitor* monitor) const {
+    util::ProcessOptions options;
+    options.timeout_seconds = m_options.timeout_seconds;
+    options.monitor = monitor;
+    options.die_with_parent = true;
     const bool two_step = commands.size() == 2;
     const std::string compiler_name = std::filesystem::path(m_identity.path).filename().string();
 
@@ -230,7 +238,9 @@ CompileResult SystemCompiler::run_commands(const std::vector<std::vector<std::st
 
         util::ProcessResult run;
         try {
-            run = util::run_process(command, m_options.timeout_seconds);
+            run = util::run_process(command, options);
+        } catch (const Interrupted&) {
+            throw;
         } catch (const Error& e) {
             throw CompileError("could not start " + program + " " + activity(step, job) + ": " +
                                    e.what(),

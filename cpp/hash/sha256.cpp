@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hash/sha256_x86.hpp"
+
 namespace opweave {
 
 namespace {
@@ -97,7 +99,17 @@ void Sha256::reset() noexcept {
     m_total_bytes = 0;
 }
 
-void Sha256::compress(const std::uint8_t* block) noexcept {
+void Sha256::compress(const std::uint8_t* blocks, std::size_t count) noexcept {
+    if (detail::sha256_x86_available()) {
+        detail::sha256_x86_compress(m_state.data(), blocks, count);
+        return;
+    }
+    for (; count > 0; --count, blocks += k_block_size) {
+        compress_portable(blocks);
+    }
+}
+
+void Sha256::compress_portable(const std::uint8_t* block) noexcept {
     // Message schedule, FIPS 180-4 section 6.2.2 step 1.
     std::array<std::uint32_t, 64> schedule{};
     for (std::size_t t = 0; t < 16; ++t) {
@@ -159,15 +171,16 @@ void Sha256::update(const void* data, std::size_t size) noexcept {
         if (m_buffered < k_block_size) {
             return;
         }
-        compress(m_buffer.data());
+        compress(m_buffer.data(), 1);
         m_buffered = 0;
     }
 
     // Whole blocks straight from the input, avoiding a copy.
-    while (size >= k_block_size) {
-        compress(bytes);
-        bytes += k_block_size;
-        size -= k_block_size;
+    const std::size_t whole = size / k_block_size;
+    if (whole > 0) {
+        compress(bytes, whole);
+        bytes += whole * k_block_size;
+        size -= whole * k_block_size;
     }
 
     if (size > 0) {
@@ -188,7 +201,7 @@ Digest Sha256::finish() noexcept {
         // No room left for the length: pad out this block and start another.
         std::fill(m_buffer.begin() + static_cast<std::ptrdiff_t>(m_buffered), m_buffer.end(),
                   std::uint8_t{0});
-        compress(m_buffer.data());
+        compress(m_buffer.data(), 1);
         m_buffered = 0;
     }
     std::fill(m_buffer.begin() + static_cast<std::ptrdiff_t>(m_buffered),
@@ -198,7 +211,7 @@ Digest Sha256::finish() noexcept {
         m_buffer[k_length_field_offset + i] =
             static_cast<std::uint8_t>(total_bits >> (56 - 8 * i));
     }
-    compress(m_buffer.data());
+    compress(m_buffer.data(), 1);
 
     Digest digest{};
     for (std::size_t i = 0; i < m_state.size(); ++i) {

@@ -15,12 +15,18 @@
 //    possibly from another session that kill(-pgid) cannot reach. After the
 //    child is reaped we take what is already in the pipe and leave such a
 //    process running.
+//  - A compile must not outlive the process that started it, even one
+//    killed by SIGKILL, which runs no cleanup. With die_with_parent the
+//    command runs under a /bin/sh guard (k_guard_script) whose watcher
+//    kills the process group when a pipe that only we hold reaches EOF:
+//    the kernel closes our end whenever we die.
 #include "util/process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,12 +35,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "opweave/errors.hpp"
+#include "opweave/build_monitor.hpp"
 #include "util/fd.hpp"
 
 extern char** environ;
@@ -214,6 +223,7 @@ void drain(int fd, std::vector<char>& buffer, std::string& output) {
 class Child {
 public:
     explicit Child(pid_t pid) noexcept : m_pid(pid) {}
+    Child(Child&& other) noexcept : m_pid(std::exchange(other.m_pid, -1)) {}
     ~Child() {
         if (m_pid > 0) {
             kill_group();
@@ -258,71 +268,146 @@ private:
     pid_t m_pid;
 };
 
-}  // namespace
+// The guard of ProcessOptions::die_with_parent. $0 is a label, "$@" the
+// command; fd 3 is the read end of the lifeline pipe. A background subshell
+// waits on fd 3: read() returns only at EOF, when the parent (the pipe's
+// only writer) is gone, and then it kills the whole process group. When the
+// command ends first, the guard kills that watcher (so no group kill
+// happens), and passes on the command's fate: its exit status, or the
+// signal that killed it, re-raised on the guard itself.
+constexpr const char* k_guard_script =
+    "( read line <&3; kill -9 0 ) & watcher=$!; exec 3<&-; "
+    "\"$@\"; status=$?; kill $watcher 2>/dev/null; "
+    "if [ $status -gt 128 ] && [ $status -lt 160 ]; then kill -$((status - 128)) $$; fi; "
+    "exit $status";
+constexpr int k_lifeline_fd = 3;
+constexpr auto k_monitor_interval = std::chrono::milliseconds(50);
 
-ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds) {
-    if (argv.empty() || argv.front().empty()) {
-        throw Error("run_process: empty command");
+// Under the guard, a program that cannot be run would only show as the
+// shell's exit status 127; look for it first, as execvp() would, so that
+// the caller gets the same error as without the guard.
+void require_runnable(const std::string& program) {
+    const auto runnable = [](const std::string& path) {
+        struct stat st {};
+        return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+               ::access(path.c_str(), X_OK) == 0;
+    };
+    if (program.find('/') != std::string::npos) {
+        if (!runnable(program)) {
+            throw Error("cannot run '" + program + "': " + errno_text(errno == 0 ? EACCES : errno));
+        }
+        return;
     }
-    const std::string& program = argv.front();
-    // Past k_max_timeout_seconds (or NaN) there is no deadline, which also
-    // keeps the time_point arithmetic below from overflowing.
-    const bool has_deadline = timeout_seconds > 0.0 && timeout_seconds <= k_max_timeout_seconds;
+    const char* path = std::getenv("PATH");
+    std::string dirs = path != nullptr ? path : "/bin:/usr/bin";
+    std::size_t begin = 0;
+    while (begin <= dirs.size()) {
+        std::size_t end = dirs.find(':', begin);
+        end = end == std::string::npos ? dirs.size() : end;
+        const std::string dir = dirs.substr(begin, end - begin);
+        if (!dir.empty() && runnable(dir + "/" + program)) {
+            return;
+        }
+        begin = end + 1;
+    }
+    throw Error("cannot run '" + program + "': " + errno_text(ENOENT));
+}
 
+std::vector<std::string> guarded(const std::vector<std::string>& argv) {
+    std::vector<std::string> command = {"/bin/sh", "-c", k_guard_script, "opweave-guard"};
+    command.insert(command.end(), argv.begin(), argv.end());
+    return command;
+}
+
+// A running child, its output pipe, and (with a guard) the lifeline's write
+// end, which must stay open until the child is reaped.
+struct Spawned {
+    Fd output;
+    Fd lifeline;
+    Clock::time_point start;
+    Child child;  // last: destroyed (killed and reaped) before the pipes close
+};
+
+std::unique_ptr<Spawned> spawn(const std::vector<std::string>& argv, bool guard) {
     int pipe_fds[2] = {-1, -1};
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
         throw_errno("run_process: pipe2 failed", errno);
     }
-    Fd read_end(pipe_fds[0]);
-    Fd write_end(pipe_fds[1]);
-    read_end = above_stdio(std::move(read_end));
-    write_end = above_stdio(std::move(write_end));
+    Fd read_end = above_stdio(Fd(pipe_fds[0]));
+    Fd write_end = above_stdio(Fd(pipe_fds[1]));
+    Fd life_read;
+    Fd life_write;
+    if (guard) {
+        if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+            throw_errno("run_process: pipe2 failed", errno);
+        }
+        // Above fd 3 too, so that the dup2 onto fd 3 cannot clobber them.
+        life_read = Fd(::fcntl(pipe_fds[0], F_DUPFD_CLOEXEC, k_lifeline_fd + 1));
+        life_write = Fd(::fcntl(pipe_fds[1], F_DUPFD_CLOEXEC, k_lifeline_fd + 1));
+        ::close(pipe_fds[0]);
+        ::close(pipe_fds[1]);
+        if (!life_read || !life_write) {
+            throw_errno("run_process: fcntl(F_DUPFD_CLOEXEC) failed", errno);
+        }
+    }
 
     // Close the read end first (it is also close-on-exec; closing it
     // explicitly keeps the intent visible), then stdin from /dev/null, then
     // both stdout and stderr onto the one write end. dup2 clears the
-    // close-on-exec flag on 1 and 2; the original write end stays
-    // close-on-exec and vanishes at exec.
+    // close-on-exec flag on 1 and 2 (and on the lifeline's fd 3); the
+    // originals stay close-on-exec and vanish at exec.
     FileActions actions;
     actions.add_close(read_end.get());
     actions.add_open(STDIN_FILENO, "/dev/null", O_RDONLY);
     actions.add_dup2(write_end.get(), STDOUT_FILENO);
     actions.add_dup2(write_end.get(), STDERR_FILENO);
-
+    if (guard) {
+        actions.add_dup2(life_read.get(), k_lifeline_fd);
+    }
     SpawnAttributes attributes;
     configure_attributes(attributes);
 
+    const std::vector<std::string> command = guard ? guarded(argv) : argv;
     std::vector<char*> c_argv;
-    c_argv.reserve(argv.size() + 1);
-    for (const std::string& arg : argv) {
+    c_argv.reserve(command.size() + 1);
+    for (const std::string& arg : command) {
         c_argv.push_back(const_cast<char*>(arg.c_str()));
     }
     c_argv.push_back(nullptr);
 
     const auto start = Clock::now();
-    const auto deadline =
-        has_deadline ? start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(timeout_seconds))
-                     : Clock::time_point::max();
-
     pid_t pid = -1;
-    const int spawn_rc = ::posix_spawnp(&pid, program.c_str(), actions.get(), attributes.get(),
+    const int spawn_rc = ::posix_spawnp(&pid, c_argv[0], actions.get(), attributes.get(),
                                         c_argv.data(), environ);
     if (spawn_rc != 0) {
         // glibc reports exec failures (ENOENT, EACCES, ...) here and has
         // already reaped the failed child itself.
-        throw Error("cannot run '" + program + "': " + errno_text(spawn_rc));
+        throw Error("cannot run '" + argv.front() + "': " + errno_text(spawn_rc));
     }
-    Child child(pid);
-
+    auto spawned = std::make_unique<Spawned>(
+        Spawned{std::move(read_end), std::move(life_write), start, Child(pid)});
     // Without this the pipe never reaches EOF: we would hold a writer.
     write_end.reset();
-
     // Our end never blocks: read() after poll() may still find nothing
     // (EAGAIN), and the drain after the child's exit must not wait for a
     // writer that outlives it. The write end is a separate open file
     // description, so the child's side stays blocking.
-    set_non_blocking(read_end.get());
+    set_non_blocking(spawned->output.get());
+    return spawned;
+}
+
+// Waits for the child, taking its output, until it exits, the deadline
+// passes (timed_out) or the monitor asks to stop (Interrupted).
+ProcessResult collect(Spawned& spawned, const ProcessOptions& options, const std::string& program) {
+    // Past k_max_timeout_seconds (or NaN) there is no deadline, which also
+    // keeps the time_point arithmetic below from overflowing.
+    const bool has_deadline =
+        options.timeout_seconds > 0.0 && options.timeout_seconds <= k_max_timeout_seconds;
+    const auto deadline =
+        has_deadline ? spawned.start + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options.timeout_seconds))
+                     : Clock::time_point::max();
+    auto next_poll = spawned.start + k_monitor_interval;
 
     // Completion is decided by the direct child's exit, not by EOF on the
     // pipe: a background process the child leaves behind (a compiler
@@ -334,30 +419,35 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     int status = 0;
     auto pause = k_reap_poll_min;
     for (;;) {
-        if (child.reap(Child::Wait::no_hang, status)) {
+        if (spawned.child.reap(Child::Wait::no_hang, status)) {
             break;
         }
+        const auto now = Clock::now();
         // Checked on every pass, not only when poll() times out: a child
         // that writes without pause would otherwise never time out.
-        if (has_deadline && Clock::now() >= deadline) {
+        if (has_deadline && now >= deadline) {
             result.timed_out = true;
             break;
         }
+        if (options.monitor != nullptr && now >= next_poll) {
+            next_poll = now + k_monitor_interval;
+            if (options.monitor->interrupted()) {
+                spawned.child.kill_group();
+                spawned.child.reap(Child::Wait::block, status);
+                throw Interrupted("interrupted while running " + program);
+            }
+        }
+        const int slice_ms = std::min(has_deadline ? poll_timeout_ms(deadline) : k_poll_slice_ms,
+                                      k_poll_slice_ms);
         if (eof) {
             // Every writer is gone, which for a compiler means it is
             // exiting; but a child may close its output and keep running,
             // so keep checking for its exit with a short, growing pause.
-            const int wait_ms = has_deadline
-                                    ? std::min(poll_timeout_ms(deadline),
-                                               static_cast<int>(pause.count()))
-                                    : static_cast<int>(pause.count());
-            ::poll(nullptr, 0, wait_ms);  // EINTR only cuts the pause short
+            ::poll(nullptr, 0, std::min(slice_ms, static_cast<int>(pause.count())));
             pause = std::min<std::chrono::milliseconds>(pause * 2, k_reap_poll_max);
             continue;
         }
-        pollfd entry{read_end.get(), POLLIN, 0};
-        const int slice_ms = has_deadline ? std::min(poll_timeout_ms(deadline), k_poll_slice_ms)
-                                          : k_poll_slice_ms;
+        pollfd entry{spawned.output.get(), POLLIN, 0};
         const int ready = ::poll(&entry, 1, slice_ms);
         if (ready < 0) {
             if (errno == EINTR) {
@@ -365,34 +455,49 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
             }
             throw_errno("run_process: poll failed", errno);
         }
-        if (ready == 0) {
-            continue;  // the exit and deadline checks above decide
-        }
         // POLLIN or POLLHUP/POLLERR: read() tells data from EOF.
-        if (read_chunk(read_end.get(), buffer, result.output) == ReadResult::eof) {
+        if (ready > 0 &&
+            read_chunk(spawned.output.get(), buffer, result.output) == ReadResult::eof) {
             eof = true;
         }
     }
 
     if (result.timed_out) {
-        child.kill_group();
-        child.reap(Child::Wait::block, status);
+        spawned.child.kill_group();
+        spawned.child.reap(Child::Wait::block, status);
     } else if (!eof) {
         // Everything the child wrote is in the pipe by now (a child blocked
         // on a full pipe cannot exit). Take it without waiting for an EOF
         // that a surviving background process may never send, and leave
         // that process alone.
-        drain(read_end.get(), buffer, result.output);
+        drain(spawned.output.get(), buffer, result.output);
     }
-    read_end.reset();
-    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-
+    result.seconds = std::chrono::duration<double>(Clock::now() - spawned.start).count();
     if (WIFEXITED(status)) {
         result.exit_status = WEXITSTATUS(status);
     } else if (WIFSIGNALED(status)) {
         result.term_signal = WTERMSIG(status);
     }
     return result;
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
+    if (argv.empty() || argv.front().empty()) {
+        throw Error("run_process: empty command");
+    }
+    if (options.die_with_parent) {
+        require_runnable(argv.front());
+    }
+    const std::unique_ptr<Spawned> spawned = spawn(argv, options.die_with_parent);
+    return collect(*spawned, options, argv.front());
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds) {
+    ProcessOptions options;
+    options.timeout_seconds = timeout_seconds;
+    return run_process(argv, options);
 }
 
 }  // namespace opweave::util

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "opweave/build_monitor.hpp"
+
 namespace opweave::util {
 
 struct ProcessResult {
@@ -21,9 +23,25 @@ struct ProcessResult {
     bool succeeded() const { return exit_status == 0 && !timed_out; }
 };
 
-// Runs argv[0] (looked up on PATH when it has no slash) with `argv`. A
-// timeout_seconds <= 0 means no timeout. Throws opweave::Error when the
-// process cannot be started (for example, the program does not exist).
+struct ProcessOptions {
+    // Kill the child's process group after this many seconds; <= 0: never.
+    double timeout_seconds = 0.0;
+    // Polled about every 50 ms; when it asks to stop, the child's process
+    // group is killed and reaped, and run_process throws Interrupted.
+    BuildMonitor* monitor = nullptr;
+    // Kill the child's process group if this process dies while it runs,
+    // even by SIGKILL: the child runs under a small /bin/sh guard that
+    // watches a pipe only this process holds open, and kills the group when
+    // the pipe's last writer is gone.
+    bool die_with_parent = false;
+};
+
+// Runs argv[0] (looked up on PATH when it has no slash) with `argv`. Throws
+// opweave::Error when the process cannot be started (for example, the
+// program does not exist), Interrupted as described above.
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options);
+
+// run_process with only a timeout.
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds);
 
 }  // namespace opweave::util

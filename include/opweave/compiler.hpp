@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <string>
+
+#include "opweave/build_monitor.hpp"
 #include <string_view>
 #include <vector>
 
@@ -22,6 +24,9 @@ enum class DebugInfo { no, yes };
 struct CompileJob {
     std::filesystem::path source;
     std::filesystem::path output;            // the shared library to produce
+    // Non-empty: the compile step also writes a make-style list of every
+    // file it read here (-MD -MF <depfile>). Enters no key.
+    std::filesystem::path depfile;
     std::vector<std::string> flags;          // extra flags, passed to compile and link
     // Flags passed to the compile step (not the link) after `flags`, and left
     // out of every cache key: only for flags that change how fast a module
@@ -53,16 +58,17 @@ struct CompileResult {
 };
 
 // The compiler interface. compile() and compile_header() throw CompileError
-// on failure.
+// on failure, and Interrupted when `monitor` (polled while the compiler
+// runs; may be null) asks to stop.
 class Compiler {
 public:
     virtual ~Compiler() = default;
     virtual const CompilerIdentity& identity() const = 0;
-    virtual CompileResult compile(const CompileJob& job) const = 0;
+    virtual CompileResult compile(const CompileJob& job, BuildMonitor* monitor) const = 0;
     // Compiles the header `job.source` into the precompiled header
     // `job.output`, with the language and code generation flags compile()
     // would use for `job`; libraries and library dirs are not used.
-    virtual CompileResult compile_header(const CompileJob& job) const = 0;
+    virtual CompileResult compile_header(const CompileJob& job, BuildMonitor* monitor) const = 0;
 };
 
 struct CompilerOptions {
@@ -102,17 +108,20 @@ public:
     // precompiled header without extra configuration).
     std::vector<std::string> header_command_line(const CompileJob& job) const;
 
-    // Runs the commands. Throws CompileError carrying the failing command, the
-    // full diagnostics and the source path on a non-zero exit, a signal, a
-    // timeout, or a failure to start the compiler.
-    CompileResult compile(const CompileJob& job) const override;
+    // Runs the commands, each in its own process group that is killed if
+    // this process dies. Throws CompileError carrying the failing command,
+    // the full diagnostics and the source path on a non-zero exit, a
+    // signal, a timeout, or a failure to start the compiler; Interrupted
+    // (after killing the compiler) when `monitor` asks to stop.
+    CompileResult compile(const CompileJob& job, BuildMonitor* monitor = nullptr) const override;
 
     // Runs header_command_line(job); fails like compile().
-    CompileResult compile_header(const CompileJob& job) const override;
+    CompileResult compile_header(const CompileJob& job,
+                                 BuildMonitor* monitor = nullptr) const override;
 
 private:
     CompileResult run_commands(const std::vector<std::vector<std::string>>& commands,
-                               const CompileJob& job) const;
+                               const CompileJob& job, BuildMonitor* monitor) const;
 
     CompilerOptions m_options;
     CompilerIdentity m_identity;

@@ -46,6 +46,13 @@ private:
     long m_holder_pid;
 };
 
+// A wait (a compile, a lock) was stopped because the BuildMonitor asked for
+// it (see build_monitor.hpp). Nothing was published and no lock is held.
+class Interrupted : public Error {
+public:
+    using Error::Error;
+};
+
 // A compiler run failed: non-zero exit, killed by a signal, timed out, or could
 // not be started. Carries the full command, the compiler's combined
 // stdout+stderr, and the source file that was being compiled.

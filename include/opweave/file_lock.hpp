@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <string>
 
+#include "opweave/build_monitor.hpp"
 #include "opweave/errors.hpp"
 
 namespace opweave {
@@ -21,8 +23,14 @@ enum class Blocking { no, yes };
 class FileLock {
 public:
     // Names the lock file; does not open or acquire anything yet. The parent
-    // directory must exist; the file is created on first acquire.
+    // directory must exist; the file is created (mode 0600) on first acquire.
     explicit FileLock(std::filesystem::path path);
+
+    // The lock file `name` in the open directory `dir_fd` (which is
+    // duplicated, so the caller may close it), opened without following a
+    // symlink. `path` is its path, for messages. Throws CacheError if the
+    // descriptor cannot be duplicated.
+    FileLock(int dir_fd, std::string name, std::filesystem::path path);
     ~FileLock();
 
     FileLock(FileLock&& other) noexcept;
@@ -33,8 +41,10 @@ public:
     // Waits up to `timeout` for the lock; a negative timeout waits forever.
     // Throws LockTimeout (naming the lock file and, where known, the holder's
     // pid) when the time runs out, and CacheError when the file cannot be
-    // opened. Does nothing if this object already holds the lock.
-    void acquire(std::chrono::duration<double> timeout);
+    // opened. Does nothing if this object already holds the lock. While it
+    // waits it polls `monitor` (Interrupted when it asks to stop) and tells
+    // it once when the wait passes BuildMonitor::k_report_wait_seconds.
+    void acquire(std::chrono::duration<double> timeout, BuildMonitor* monitor = nullptr);
 
     // Takes the lock only if it is free right now. Returns whether it is held.
     bool try_acquire();
@@ -53,6 +63,10 @@ public:
     bool held() const noexcept;
     const std::filesystem::path& path() const noexcept { return m_path; }
 
+    // The pid written into this lock's file by its current (or last)
+    // holder, or 0 when it cannot be read.
+    long holder_pid() const noexcept;
+
     // The pid written into the lock file by its current (or last) holder, or
     // 0 when it cannot be read.
     static long read_holder_pid(const std::filesystem::path& path) noexcept;
@@ -61,7 +75,11 @@ private:
     enum class Attempt { acquired, busy, file_replaced };
     Attempt try_once();
 
+    int dir_fd() const noexcept;
+
     std::filesystem::path m_path;
+    int m_dir = -1;       // owned; -1: m_name is a path
+    std::string m_name;   // relative to m_dir, or a path
     int m_fd = -1;
     long m_owner_pid = 0;  // the process that acquired m_fd
 };

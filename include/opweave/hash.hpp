@@ -39,7 +39,10 @@ public:
 
 private:
     void reset() noexcept;
-    void compress(const std::uint8_t* block) noexcept;
+    // Runs the compression function over `count` 64-byte blocks, with the
+    // CPU's SHA instructions where it has them.
+    void compress(const std::uint8_t* blocks, std::size_t count) noexcept;
+    void compress_portable(const std::uint8_t* block) noexcept;
 
     std::array<std::uint32_t, 8> m_state;
     std::array<std::uint8_t, 64> m_buffer;

@@ -1,15 +1,31 @@
 // opweave core: compile one source text into the module cache.
 //
-// Ties ModuleCache and Compiler together: the key covers the source and
-// everything that changes the binary (compiler identity, flags, directories,
-// libraries, optimisation), and a miss compiles `module.cpp` into
-// `module.so` inside a staging directory, then publishes it.
+// This is the one owner of the policy for compiled modules: what the key
+// covers, which headers are tracked, when a precompiled prelude is used, and
+// how the entry is laid out and verified. Callers (the Python linkers, C++
+// tools) describe the module as plain data (ModuleRequest) and call
+// build_module(); it returns a verified shared library to load.
+//
+// The key covers the source and everything that changes the binary
+// (compiler identity, flags, directories made absolute, libraries,
+// optimisation, caller material such as the Python ABI). What the key cannot
+// cover, the headers the compile reads, is recorded from the compiler's
+// dependency output and checked on every lookup (see module_cache.hpp).
+//
+// An entry holds `module.cpp`, the library `module-<16 hex>.so` named after
+// its own content, and meta.json. The library's name changes whenever its
+// content does: a process that loaded an older build of the same key (before
+// a header changed) would otherwise get that old library back from dlopen(),
+// which identifies libraries by path.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "opweave/build_monitor.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_cache.hpp"
 
@@ -17,20 +33,56 @@ namespace opweave {
 
 // Version of what build_module puts in an entry (file names, layout). It
 // enters every key, so changing it can never make an old entry match.
-inline constexpr int k_module_layout_version = 1;
+inline constexpr int k_module_layout_version = 2;
 
-struct BuiltModule {
-    std::filesystem::path dir;      // the cache entry
-    std::filesystem::path library;  // <dir>/module.so
-    std::filesystem::path source;   // <dir>/module.cpp
-    Outcome outcome;
+// A precompiled header that a module may be compiled with (see
+// precompiled_header.hpp).
+struct PreludeRequest {
+    // The includes the source starts with anyway, in the same order, so that
+    // `-include` of them changes how fast it compiles, not what it compiles to.
+    std::string header_text;
+    // Key material of what those headers depend on (the Python and NumPy ABIs).
+    std::string extra;
 };
 
-// The text the key of `source` compiled by `compiler` with `job` is hashed
+// Everything build_module needs to know about one module.
+struct ModuleRequest {
+    std::string source;
+    // Flags, directories, libraries and optimisation. Its source, output,
+    // depfile and unkeyed flags are set by build_module.
+    CompileJob job;
+    // Caller-defined key material (the Python ABI, the ops' code versions).
+    std::string extra;
+    // What the module is, e.g. the op names; shown by listings and logs.
+    std::string label;
+    // Headers below these directories are covered by `extra` and are not
+    // tracked (Python's and NumPy's).
+    std::vector<std::string> covered_header_dirs;
+    // The prelude the source may be compiled with, if any.
+    std::optional<PreludeRequest> prelude;
+};
+
+struct BuiltModule {
+    std::string key;
+    std::filesystem::path dir;      // the cache entry
+    std::filesystem::path library;  // <dir>/module-<16 hex>.so
+    std::filesystem::path source;   // <dir>/module.cpp
+    Outcome outcome = Outcome::hit;
+    // Seconds the entry's build took: spent now when built, saved on a hit.
+    double compile_seconds = 0.0;
+    // What was found wrong on disk (and done about it) on the way.
+    std::vector<CacheEvent> events;
+    // True when this call compiled the module without its prelude because
+    // the prelude is not built yet: the caller may build_prelude() it (in
+    // the background) for the compiles after this one.
+    bool prelude_missing = false;
+};
+
+// The text the key of a module compiled by `compiler` with `job` is hashed
 // from, minus the source itself (shown by `opweave cache list`). `extra` is
 // caller-defined key material (for example the Python ABI). Neither the key
-// nor its material covers `job.unkeyed_flags`: a module compiled with or
-// without them is the same module.
+// nor its material covers `job.unkeyed_flags` or `job.depfile`: a module
+// compiled with or without them is the same module.
 std::string module_key_material(const Compiler& compiler, const CompileJob& job,
                                 std::string_view extra);
 
@@ -38,12 +90,16 @@ std::string module_key_material(const Compiler& compiler, const CompileJob& job,
 std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
                        std::string_view extra);
 
-// Returns the module for `source`, compiling it on a miss. `job` supplies
-// flags, directories, libraries and optimisation; its source and output
-// paths are ignored. A compile that fails (non-zero exit) while using
-// `job.unkeyed_flags` is run once more without them, and only that second
-// compile's failure is reported. On a compile failure the source is kept at
-// `<cache root>/v1/failed/<key>.cpp` and the CompileError names that path.
+// Returns the module for `request`, verified, compiling it on a miss, with
+// the prelude when it is built (and, if a compile with the prelude fails,
+// once more without it). On a compile failure the source is kept at
+// `<cache root>/v2/failed/<key>.cpp` and the CompileError names that path.
+// Throws LockTimeout, Interrupted (polling `monitor`) and CacheError like
+// ModuleCache::get_or_build.
+BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
+                         const ModuleRequest& request, BuildMonitor* monitor = nullptr);
+
+// build_module for a request of just `source`, `job` and `extra`.
 BuiltModule build_module(ModuleCache& cache, std::string_view source, const Compiler& compiler,
                          const CompileJob& job, std::string_view extra);
 

@@ -1,30 +1,45 @@
 // opweave core: the on-disk, content-addressed module cache.
 //
-// Layout under the root (format version 1):
+// Layout under the root (format version 2):
 //
-//   <root>/CACHEDIR.TAG              marks the tree for backup tools
-//   <root>/v1/entries/<k2>/<key>/    one published entry: the builder's files
-//                                    plus meta.json (see EntryMetadata)
-//   <root>/v1/locks/<key>.lock       per-key build lock, present while building
-//   <root>/v1/tmp/                   staging directories of builds in flight
-//   <root>/v1/trash/                 entries being deleted
-//   <root>/v1/failed/<key>.cpp       source of the last failed build of a key
+//   <root>/CACHEDIR.TAG                 marks the tree for backup tools
+//   <root>/v2/entries/<k2>/<key>/       one published entry: the builder's files
+//                                       plus meta.json, written last
+//   <root>/v2/locks/<key>.lock          per-key lock, held while building,
+//                                       replacing or quarantining the entry
+//   <root>/v2/tmp/                      staging directories of builds in flight
+//   <root>/v2/trash/                    entries being deleted
+//   <root>/v2/quarantine/               damaged entries, kept a while for inspection
+//   <root>/v2/failed/<key>.cpp          source of the last failed build of a key
+//   <root>/v2/stats.json                persistent counters (hits, builds, ...)
 //
-// where <k2> is the first two characters of the key. Readers take no lock: an
-// entry is published by one rename, so it is absent or whole. A build takes
-// only its own key's lock, so different keys build in parallel. Deleting moves
-// an entry to trash/ with one rename, then removes it; a process that already
-// loaded a shared object from it keeps its mapping.
+// where <k2> is the first two characters of the key. meta.json records the
+// size and SHA-256 of every file of the entry and the headers its build read
+// (path, size, times, SHA-256). An entry is verified against it before it is
+// returned: a damaged entry is quarantined and built again, never returned,
+// and an entry whose headers changed is built again and replaced.
+//
+// Readers take no lock: an entry is published by one rename, so it is absent
+// or whole, and a published file is never rewritten (the last-use time is the
+// entry directory's own mtime). A build takes only its own key's lock, so
+// different keys build in parallel. Below the root nothing is followed
+// through a symlink, nothing owned by another user or writable by group or
+// others is trusted, and nothing outside the root is ever written or
+// deleted. Files get mode 0600 (0700 for .so files), directories 0700,
+// whatever the umask.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "opweave/build_monitor.hpp"
 
 namespace opweave {
 
@@ -33,17 +48,45 @@ struct CacheOptions {
     // How long a build waits for another process building the same key. Longer
     // than a compile with a launcher (two steps of at most 600 s each).
     double lock_timeout_seconds = 1800.0;
+    // After each build, the least recently used entries are evicted until the
+    // cache holds at most this many bytes. Nothing: no limit.
+    std::optional<std::uint64_t> max_total_bytes;
+};
+
+// A file of an entry, as recorded when the entry was published.
+struct EntryFile {
+    std::string name;
+    std::uint64_t size = 0;
+    std::string sha256;  // 64 lower-case hex characters
+};
+
+// A header that a build read, recorded right after the compile. The entry is
+// stale when the header's content changes: its stat data is compared first,
+// and its content hashed only when that differs.
+struct HeaderRecord {
+    std::string path;  // absolute
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    std::int64_t ctime_ns = 0;
+    // Empty when the header changed while the build ran (its times are not
+    // older than the compile's start): what the compiler read is unknown, so
+    // the next lookup builds again.
+    std::string sha256;
 };
 
 // What a builder reports about the build it did; stored in meta.json.
 struct BuildRecord {
-    std::string key_material;   // human-readable text of what the key covers
-    std::string command;        // the compile command, for display
+    std::string kind;          // what sort of entry, e.g. "module" or "prelude"
+    std::string label;         // what it holds, e.g. the op names; for listings
+    std::string key_material;  // human-readable text of what the key covers
+    std::string command;       // the compile command, for display
     double compile_seconds = 0.0;
+    std::vector<HeaderRecord> headers;  // checked on every lookup
 };
 
 // Builds one entry: writes its files into the given (empty, private) staging
-// directory. Throws to abort; nothing is published then.
+// directory. Only regular files directly in it are published. Throws to
+// abort; nothing is published then.
 using BuildFn = std::function<BuildRecord(const std::filesystem::path& staging_dir)>;
 
 enum class Outcome {
@@ -52,29 +95,61 @@ enum class Outcome {
     built_by_other,  // another process built it while this one waited
 };
 
-struct CacheResult {
-    std::filesystem::path dir;
-    Outcome outcome;
-};
-
-// One entry, as listed.
-struct EntryInfo {
+// A published entry, as its metadata describes it.
+struct Entry {
     std::string key;
     std::filesystem::path dir;
-    std::uint64_t size_bytes = 0;
-    double created = 0.0;          // seconds since the epoch
-    double last_used = 0.0;        // seconds since the epoch
-    double compile_seconds = 0.0;
-    std::string command;
+    std::string kind;
+    std::string label;
     std::string key_material;
+    std::string command;
+    double compile_seconds = 0.0;
+    double created = 0.0;         // seconds since the epoch
+    double last_used = 0.0;       // seconds since the epoch
+    std::uint64_t size_bytes = 0;  // of the files on disk
+    std::vector<EntryFile> files;
+    std::vector<HeaderRecord> headers;
+
+    // The path of the first file whose name ends with `suffix`, or empty.
+    std::filesystem::path file_ending(std::string_view suffix) const;
+};
+
+// Something found wrong on disk, and what was done about it.
+struct CacheEvent {
+    enum class Kind {
+        quarantined,  // a damaged or untrusted entry was moved aside (and is rebuilt)
+        repaired,     // a cache directory's unsafe mode was fixed
+        stale,        // a header of the entry changed: it is rebuilt and replaced
+    };
+    Kind kind;
+    std::filesystem::path path;
+    std::string problem;  // e.g. "module-1f2e.so has 100 bytes, 21568 recorded"
+};
+
+struct CacheResult {
+    Entry entry;  // verified
+    Outcome outcome = Outcome::hit;
+    std::vector<CacheEvent> events;  // in the order they happened
+};
+
+// Counters kept on disk across processes (reset by clear()).
+struct CacheCounters {
+    std::uint64_t hits = 0;          // get_or_build found a valid entry
+    std::uint64_t misses = 0;        // it did not (then built, or waited for a builder)
+    std::uint64_t builds = 0;        // builds published
+    std::uint64_t quarantines = 0;   // damaged entries set aside
+    std::uint64_t evictions = 0;     // entries removed by the size limit or prune
+    double compile_seconds = 0.0;    // spent by those builds
+    double saved_seconds = 0.0;      // the compile time of every entry hit
 };
 
 struct CacheStats {
     std::size_t entries = 0;
     std::uint64_t total_bytes = 0;
-    std::size_t builds_in_flight = 0;   // staging directories present
-    double oldest_use = 0.0;            // earliest last_used; 0 when empty
-    double newest_use = 0.0;            // latest last_used; 0 when empty
+    std::size_t builds_in_flight = 0;  // staging directories present
+    double oldest_use = 0.0;           // earliest last_used; 0 when empty
+    double newest_use = 0.0;           // latest last_used; 0 when empty
+    CacheCounters counters;
 };
 
 struct PruneResult {
@@ -82,9 +157,23 @@ struct PruneResult {
     std::uint64_t freed_bytes = 0;
 };
 
+enum class Repair { no, yes };
+
+struct VerifyProblem {
+    std::filesystem::path path;
+    std::string problem;
+    bool repaired = false;  // quarantined (or fixed)
+};
+
+struct VerifyReport {
+    std::size_t entries_checked = 0;
+    std::vector<VerifyProblem> problems;
+    std::vector<VerifyProblem> stale;  // entries whose headers changed: rebuilt on next use
+};
+
 class ModuleCache {
 public:
-    static constexpr int k_format_version = 1;
+    static constexpr int k_format_version = 2;
     static constexpr const char* k_metadata_file = "meta.json";
 
     // Opens (creating if needed, with mode 0700) the cache at options.root.
@@ -92,12 +181,19 @@ public:
     // if other users (group or others) can write to it: they could plant code
     // that this user then loads. The message says how to fix it.
     explicit ModuleCache(CacheOptions options = {});
+    // Writes the counters not yet on disk.
+    ~ModuleCache();
+
+    ModuleCache(const ModuleCache&) = delete;
+    ModuleCache& operator=(const ModuleCache&) = delete;
 
     // $XDG_CACHE_HOME/opweave when XDG_CACHE_HOME is set (and absolute), else
     // $HOME/.cache/opweave. Throws CacheError if neither can be determined.
     static std::filesystem::path default_root();
 
+    // The root with symlinks resolved.
     const std::filesystem::path& root() const noexcept { return m_root; }
+    const CacheOptions& options() const noexcept { return m_options; }
 
     // Throws std::invalid_argument unless `key` is 8 to 128 characters of
     // [0-9A-Za-z_-]; keys name directories, so nothing else is accepted.
@@ -106,54 +202,77 @@ public:
     // The directory of `key`'s entry, whether or not it exists.
     std::filesystem::path entry_dir(std::string_view key) const;
 
-    // The entry's directory if it is published. Takes no lock. Refreshes the
-    // entry's last-used time at most once a minute.
-    std::optional<std::filesystem::path> lookup(std::string_view key) const;
+    // The entry if it is published, whole and current, without a lock. A
+    // damaged one is quarantined first (under the key's lock, so a fresh
+    // entry published meanwhile is never moved aside); a stale one (a header
+    // changed) is left for the next build to replace. What was found goes to
+    // `events` if given. Refreshes the last-use time at most once a minute.
+    // Throws CacheError when the entry's place is unusable (owned by another
+    // user and cannot be moved aside).
+    std::optional<Entry> lookup(std::string_view key, std::vector<CacheEvent>* events = nullptr,
+                                BuildMonitor* monitor = nullptr);
 
-    // Returns the entry, building it with `build` if it is missing: takes the
-    // key's lock (waiting at most the configured timeout, else LockTimeout),
-    // looks again, builds into a staging directory, writes the metadata, and
-    // publishes. If `build` throws, nothing is published and the exception
-    // propagates. Exactly one process builds a key at a time.
-    CacheResult get_or_build(std::string_view key, const BuildFn& build);
+    // Returns the entry, building it with `build` when there is no valid one:
+    // takes the key's lock (waiting at most the configured timeout, else
+    // LockTimeout; polling `monitor`, else Interrupted), looks again, builds
+    // into a staging directory, records every file's size and hash, writes
+    // the metadata, and publishes (replacing a stale entry). If `build`
+    // throws, nothing is published and the exception propagates. Exactly one
+    // process builds a key at a time. Then enforces max_total_bytes.
+    CacheResult get_or_build(std::string_view key, const BuildFn& build,
+                             BuildMonitor* monitor = nullptr);
 
-    // Every published entry, sorted by key. Unreadable entries are skipped.
-    std::vector<EntryInfo> list() const;
+    // Moves the entry of `key` into quarantine (under its lock) because a
+    // caller found it unusable, e.g. a verified module that still fails to
+    // load. Returns whether there was an entry to move.
+    bool quarantine(std::string_view key, std::string_view problem,
+                    BuildMonitor* monitor = nullptr);
+
+    // Every published entry as its metadata says (not verified), sorted by
+    // key. Entries whose metadata cannot be read are listed with kind
+    // "damaged".
+    std::vector<Entry> list() const;
 
     CacheStats stats() const;
+
+    // Checks every entry: its directory, metadata, files (sizes and hashes,
+    // hashed again even if this process verified them), owners and modes.
+    // With Repair::yes, each bad entry is quarantined.
+    VerifyReport verify(Repair repair);
 
     // Removes one entry. Returns whether it existed.
     bool evict(std::string_view key);
 
-    // Removes every entry. Returns how many were removed.
+    // Removes every entry and resets the counters. Returns how many entries
+    // were removed.
     std::size_t clear();
 
     // Removes entries last used more than `older_than_seconds` ago, then the
     // least recently used ones until the total size is at most
-    // `max_total_bytes`. Either limit may be omitted.
+    // `max_total_bytes`. Either limit may be omitted. The entry of `keep`, if
+    // given, is never removed.
     PruneResult prune(std::optional<std::uint64_t> max_total_bytes,
-                      std::optional<double> older_than_seconds);
+                      std::optional<double> older_than_seconds, std::string_view keep = {});
 
-    // Stores the source of a failed build as `<root>/v1/failed/<key>.cpp` and
+    // Stores the source of a failed build as `<root>/v2/failed/<key>.cpp` and
     // returns that path, so an error message can name a file that outlives
     // the build's staging directory. Throws CacheError.
     std::filesystem::path keep_failed_source(std::string_view key, std::string_view source);
 
-    // Removes what killed processes left behind: staging directories of dead
-    // builds, and trash. Returns how many directories were removed.
+    // Removes what killed processes left behind (staging directories of dead
+    // builds), trash, old quarantined entries, and the directories of older
+    // layout versions. Returns how many directories were removed.
     std::size_t sweep();
 
-private:
-    std::filesystem::path versioned_dir() const;
-    std::filesystem::path entries_dir() const;
-    std::filesystem::path locks_dir() const;
-    std::filesystem::path tmp_dir() const;
-    std::filesystem::path trash_dir() const;
-    std::filesystem::path failed_dir() const;
-    bool remove_entry_dir(const std::filesystem::path& dir);
+    // Writes the counters this object gathered to stats.json now (they are
+    // written at most once a second otherwise, and on destruction).
+    void flush_counters();
 
+private:
+    class Impl;
     std::filesystem::path m_root;
     CacheOptions m_options;
+    std::unique_ptr<Impl> m_impl;
 };
 
 }  // namespace opweave

@@ -8,16 +8,18 @@
 //
 //   <entry>/opweave_prelude.h          the header text
 //   <entry>/opweave_prelude.h.gch      the precompiled header
-//   <entry>/opweave_prelude.gch_size   the .gch's size in bytes when built
 //
-// keyed on the header text, the compiler identity, everything in the job that
+// verified like every entry (sizes and hashes; the 20 MB .gch is hashed once
+// per process), with the headers it read recorded and checked. It is keyed
+// on the header text, the compiler identity, everything in the job that
 // changes how the header compiles (flags, include dirs, optimisation, debug
 // info) and caller material (the Python and NumPy ABIs). A module uses it
 // through CompileJob::unkeyed_flags (`-include <entry>/opweave_prelude.h`),
 // which no module key covers: including a header that the module includes
-// first anyway changes how fast it compiles, not what it compiles to. GCC uses
-// `<header>.gch` beside an -include'd header when it was built with
-// compatible flags, and otherwise reads the header text, with the same result.
+// first anyway changes how fast it compiles, not what it compiles to. GCC
+// uses `<header>.gch` beside an -include'd header when it was built with
+// compatible flags, and otherwise reads the header text, with the same
+// result. build_module() decides when to use one (module_builder.hpp).
 #pragma once
 
 #include <filesystem>
@@ -27,12 +29,13 @@
 #include <vector>
 
 #include "opweave/compiler.hpp"
+#include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
 
 namespace opweave {
 
 // Version of what a prelude entry holds. It enters every prelude key.
-inline constexpr int k_prelude_layout_version = 1;
+inline constexpr int k_prelude_layout_version = 2;
 
 // The header's file name in a prelude entry; the .gch is this plus ".gch".
 inline constexpr const char* k_prelude_header_name = "opweave_prelude.h";
@@ -60,17 +63,17 @@ std::string prelude_key(const Compiler& compiler, const CompileJob& job,
 // {"-include", "<entry_dir>/opweave_prelude.h"}.
 std::vector<std::string> prelude_include_flags(const std::filesystem::path& entry_dir);
 
-// The entry of prelude `key` if it is published and whole, found without a
-// lock. An entry whose .gch has another size than when it was built (damaged
-// on disk) is removed, so that it gets built again, and reported missing.
-// Throws std::invalid_argument for a malformed key.
-std::optional<std::filesystem::path> find_prelude(ModuleCache& cache, std::string_view key);
+// The verified entry of prelude `key` if it is published, found without a
+// lock (a damaged one is quarantined, and reported missing). Throws
+// std::invalid_argument for a malformed key.
+std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key);
 
-// Returns the prelude entry of `header_text` for `job`, building it on a miss
-// with the same protocol as build_module (the key's lock, a staging
-// directory, one rename). Throws CompileError if the header does not compile,
-// LockTimeout or CacheError like ModuleCache::get_or_build.
-CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler, const CompileJob& job,
-                          std::string_view header_text, std::string_view extra);
+// Returns the prelude entry of `request.prelude` for `request.job`, building
+// it on a miss with the same protocol as build_module (the key's lock, a
+// staging directory, one rename). Throws std::invalid_argument if the
+// request has no prelude, CompileError if the header does not compile,
+// LockTimeout, Interrupted or CacheError like ModuleCache::get_or_build.
+CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
+                          const ModuleRequest& request, BuildMonitor* monitor = nullptr);
 
 }  // namespace opweave

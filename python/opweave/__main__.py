@@ -1,36 +1,16 @@
-"""The ``opweave`` command line: ``python -m opweave demo | cache ... | --cmakedir``."""
+"""The ``opweave`` command line (also ``python -m opweave``): ``demo``,
+``cache info|list|verify|clear|prune|sweep``, ``--cmakedir``, ``--include``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 
+from opweave._cache_cli import add_cache_parser
+
 __all__ = ["main"]
-
-
-def _format_bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count:.1f} GiB"
-
-
-def _parse_size(text: str) -> int:
-    units = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-    text = text.strip().upper().removesuffix("IB").removesuffix("B")
-    suffix = text[-1:] if text[-1:] in "KMG" else ""
-    number = text[: len(text) - len(suffix)]
-    try:
-        value = float(number) * units[suffix]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 500M, 2G)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("a size cannot be negative")
-    return int(value)
 
 
 def _print_runs(title: str, runs: list) -> None:
@@ -58,39 +38,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_cache(args: argparse.Namespace) -> int:
-    from opweave.link.c.cmodule import get_module_cache
-
-    cache = get_module_cache()
-    if args.action == "info":
-        stats = cache.stats()
-        print(f"root:             {stats['root']}")
-        print(f"entries:          {stats['entries']}")
-        print(f"total size:       {_format_bytes(stats['total_bytes'])}")
-        print(f"builds in flight: {stats['builds_in_flight']}")
-    elif args.action == "list":
-        now = time.time()
-        for entry in cache.list():
-            idle_days = (now - entry["last_used"]) / 86400
-            print(
-                f"{entry['key'][:16]}  {_format_bytes(entry['size_bytes']):>10}  "
-                f"compiled in {entry['compile_seconds']:6.2f} s  "
-                f"last used {idle_days:5.1f} days ago"
-            )
-    elif args.action == "clear":
-        print(f"removed {cache.clear()} entries from {cache.root}")
-    elif args.action == "prune":
-        older_than = args.older_than * 86400 if args.older_than is not None else None
-        result = cache.prune(max_total_bytes=args.max_size, older_than=older_than)
-        print(f"removed {result['removed']} entries, freed {_format_bytes(result['freed_bytes'])}")
-    elif args.action == "sweep":
-        print(f"removed {cache.sweep()} leftovers of interrupted builds")
-    return 0
-
-
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m opweave",
+        prog="opweave",
         description="opweave: compile the C code of graph Ops into cached modules.",
     )
     parser.add_argument(
@@ -112,21 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--cache-dir", help="cache to use (default: a fresh temporary one)")
     demo.set_defaults(handler=_cmd_demo)
 
-    cache = commands.add_parser("cache", help="inspect and manage the module cache")
-    cache.add_argument("action", choices=["info", "list", "clear", "prune", "sweep"])
-    cache.add_argument(
-        "--max-size",
-        type=_parse_size,
-        help="prune: keep at most this much (e.g. 500M, 2G), "
-        "dropping the least recently used first",
-    )
-    cache.add_argument(
-        "--older-than",
-        type=float,
-        metavar="DAYS",
-        help="prune: remove entries unused for this many days",
-    )
-    cache.set_defaults(handler=_cmd_cache)
+    add_cache_parser(commands)
     return parser
 
 

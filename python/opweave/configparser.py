@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-__all__ = ["ConfigOption", "OpweaveConfig", "config"]
+__all__ = ["ConfigOption", "OpweaveConfig", "config", "parse_size"]
 
 
 def _parse_bool(text: str) -> bool:
@@ -38,6 +38,26 @@ def _parse_float_dtype(text: str) -> str:
     if value not in ("float64", "float32", "float16"):
         raise ValueError(f"expected float64, float32 or float16, got {text!r}")
     return value
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as ``500M``, ``2G``, ``1.5GiB`` or ``4096`` (K, M
+    and G are powers of 1024). Raises ValueError for anything else."""
+    units = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+    cleaned = text.strip().upper().removesuffix("IB").removesuffix("B")
+    suffix = cleaned[-1:] if cleaned[-1:] in ("K", "M", "G", "T") else ""
+    number = cleaned[: len(cleaned) - len(suffix)]
+    try:
+        value = float(number) * units[suffix]
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (e.g. 500M, 2G)") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"not a size: {text!r} (e.g. 500M, 2G)")
+    return int(value)
+
+
+def _parse_optional_size(text: str) -> int | None:
+    return None if text.strip().lower() in ("", "none", "0") else parse_size(text)
 
 
 def _default_compiledir() -> str:
@@ -94,6 +114,13 @@ _OPTIONS = (
         _parse_positive_float,
         1800.0,
         "Seconds a build waits for another process building the same module.",
+    ),
+    ConfigOption(
+        "cache__max_size",
+        _parse_optional_size,
+        None,
+        "Largest size of the module cache, e.g. 2G; after each build the least recently "
+        "used entries are evicted down to it. Empty, none or 0: no limit.",
     ),
     ConfigOption(
         "gcc__cxxflags",

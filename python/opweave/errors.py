@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["CacheError", "CompileError", "LockTimeout", "OpweaveError"]
+__all__ = ["BuildInterrupted", "CacheError", "CompileError", "LockTimeout", "OpweaveError"]
 
 _MAX_SHOWN_DIAGNOSTIC_LINES = 12
 _ERROR_LINE = re.compile(r"(?:^|:\s*)(?:fatal )?error\b", re.IGNORECASE)
@@ -46,6 +46,12 @@ class LockTimeout(CacheError, TimeoutError):
         self.lock_path = lock_path
         self.waited_seconds = waited_seconds
         self.holder_pid = holder_pid
+
+
+class BuildInterrupted(OpweaveError):
+    """A compile or a lock wait was stopped: the interpreter is exiting after
+    an interrupt (in the main thread, the interrupt's own exception, such as
+    KeyboardInterrupt, is raised instead). Nothing was published."""
 
 
 class CompileError(OpweaveError):

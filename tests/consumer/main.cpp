@@ -53,14 +53,14 @@ int run(const std::filesystem::path& root) {
         opweave::build_module(cache, k_source, compiler, job, k_extra);
 
     const std::string key = opweave::module_key(k_source, compiler, job, k_extra);
-    const std::optional<std::filesystem::path> found = cache.lookup(key);
+    const std::optional<opweave::Entry> found = cache.lookup(key);
     if (!found) {
         std::cerr << "consumer: lookup(" << key << ") found nothing after build_module\n";
         return 1;
     }
-    if (std::filesystem::weakly_canonical(*found) !=
+    if (std::filesystem::weakly_canonical(found->dir) !=
         std::filesystem::weakly_canonical(module.dir)) {
-        std::cerr << "consumer: lookup returned " << *found << " but build_module returned "
+        std::cerr << "consumer: lookup returned " << found->dir << " but build_module returned "
                   << module.dir << "\n";
         return 1;
     }

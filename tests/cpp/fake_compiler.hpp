@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,11 @@
 
 namespace opweave_test {
 
-// A module cache rooted in `<dir>/cache`.
-inline opweave::ModuleCache make_cache(const TempDir& dir) {
+// Options for a module cache rooted in `<dir>/cache`.
+inline opweave::CacheOptions cache_options(const TempDir& dir) {
     opweave::CacheOptions options;
     options.root = dir / "cache";
-    return opweave::ModuleCache(options);
+    return options;
 }
 
 class FakeCompiler final : public opweave::Compiler {
@@ -39,14 +40,20 @@ public:
     bool always_fail = false;
     // Bytes written to each output file.
     std::string output_content = "fake output";
+    // Files "read" by each compile, written to the job's depfile if it has one.
+    std::vector<std::string> dependencies;
+    // Called in the middle of each compile (to change a file meanwhile).
+    std::function<void()> during_compile;
 
     // Every job compile() or compile_header() was given, in order.
     mutable std::vector<opweave::CompileJob> jobs;
 
-    opweave::CompileResult compile(const opweave::CompileJob& job) const override {
+    opweave::CompileResult compile(const opweave::CompileJob& job,
+                                   opweave::BuildMonitor* /*monitor*/ = nullptr) const override {
         return run(job, "-shared");
     }
-    opweave::CompileResult compile_header(const opweave::CompileJob& job) const override {
+    opweave::CompileResult compile_header(
+        const opweave::CompileJob& job, opweave::BuildMonitor* /*monitor*/ = nullptr) const override {
         return run(job, "-x c++-header");
     }
 
@@ -66,7 +73,18 @@ private:
                                             job.source.string(),
                                         command, "error: fake failure\n", job.source, 1);
         }
+        if (during_compile) {
+            during_compile();
+        }
         std::ofstream(job.output, std::ios::binary) << output_content;
+        if (!job.depfile.empty()) {
+            std::ofstream depfile(job.depfile);
+            depfile << job.output.string() << ": " << job.source.string();
+            for (const std::string& dependency : dependencies) {
+                depfile << " \\\n " << dependency;
+            }
+            depfile << "\n";
+        }
         opweave::CompileResult result;
         result.commands.push_back(std::move(command));
         result.seconds = 0.01;

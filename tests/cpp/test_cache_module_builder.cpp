@@ -1,12 +1,14 @@
-// Tests of build_module and the module key with unkeyed flags: the key and
-// its material ignore them, build_module passes them to the compiler, and a
-// compile that fails with them is retried once without them. A fake compiler
-// records jobs; one test uses the real compiler.
+// Tests of build_module: what the key covers, the prelude it compiles with
+// (and the retry without it), libraries named after their content, and the
+// headers a build read (recorded, checked, and what a change does). A fake
+// compiler records jobs; two tests use the real compiler.
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.hpp"
@@ -15,17 +17,21 @@
 #include "opweave/errors.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
+#include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
 
 using namespace opweave;
 using opweave_test::FakeCompiler;
 using opweave_test::TempDir;
-using opweave_test::make_cache;
+using opweave_test::cache_options;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> k_prelude_flags = {"-include", "/nonexistent/opweave_prelude.h"};
+constexpr const char* k_gcc_version =
+    "g++ (Debian 12.2.0-14) 12.2.0\n"
+    "Copyright (C) 2022 Free Software Foundation, Inc.\n";
+constexpr const char* k_prelude_text = "#include <vector>\n";
 
 CompileJob base_job() {
     CompileJob job;
@@ -33,6 +39,18 @@ CompileJob base_job() {
     job.include_dirs = {"/inc"};
     job.libraries = {"m"};
     return job;
+}
+
+ModuleRequest request_for(const std::string& source, bool with_prelude = false) {
+    ModuleRequest request;
+    request.source = source;
+    request.job = base_job();
+    request.extra = "abi";
+    request.label = "TestOp";
+    if (with_prelude) {
+        request.prelude = PreludeRequest{k_prelude_text, "abi"};
+    }
+    return request;
 }
 
 bool has_word(const std::vector<std::string>& words, const std::string& word) {
@@ -43,122 +61,271 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
-// The command recorded in the only entry of `cache`.
-std::string only_command(const ModuleCache& cache) {
-    const std::vector<EntryInfo> entries = cache.list();
-    CHECK_EQ(entries.size(), static_cast<std::size_t>(1));
-    return entries.empty() ? std::string() : entries.front().command;
+void write_file(const fs::path& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// The command recorded in the entry of `key`.
+std::string command_of(ModuleCache& cache, const std::string& key) {
+    const std::optional<Entry> entry = cache.lookup(key);
+    CHECK(entry.has_value());
+    return entry ? entry->command : std::string();
+}
+
+int call_answer(const fs::path& library) {
+    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    CHECK(handle != nullptr);
+    if (handle == nullptr) {
+        return -1;
+    }
+    void* address = ::dlsym(handle, "opweave_answer");
+    const int answer = address != nullptr ? reinterpret_cast<int (*)()>(address)() : -1;
+    ::dlclose(handle);
+    return answer;
 }
 
 }  // namespace
 
-OPWEAVE_TEST(module_key_ignores_unkeyed_flags) {
+OPWEAVE_TEST(module_key_ignores_unkeyed_flags_and_the_depfile) {
     const FakeCompiler compiler;
     const CompileJob plain = base_job();
-    CompileJob with_prelude = plain;
-    with_prelude.unkeyed_flags = k_prelude_flags;
+    CompileJob with_extras = plain;
+    with_extras.unkeyed_flags = {"-include", "/p/opweave_prelude.h"};
+    with_extras.depfile = "/tmp/module.d";
 
     CHECK_EQ(module_key("int x;", compiler, plain, "abi"),
-             module_key("int x;", compiler, with_prelude, "abi"));
+             module_key("int x;", compiler, with_extras, "abi"));
     CHECK_EQ(module_key_material(compiler, plain, "abi"),
-             module_key_material(compiler, with_prelude, "abi"));
-    CHECK(!contains(module_key_material(compiler, with_prelude, "abi"), "-include"));
+             module_key_material(compiler, with_extras, "abi"));
+    CHECK(!contains(module_key_material(compiler, with_extras, "abi"), "-include"));
 
     // The same flags as keyed flags do change the key.
     CompileJob keyed = plain;
-    keyed.flags.insert(keyed.flags.end(), k_prelude_flags.begin(), k_prelude_flags.end());
+    keyed.flags.push_back("-include");
     CHECK(module_key("int x;", compiler, plain, "abi") !=
           module_key("int x;", compiler, keyed, "abi"));
 }
 
-OPWEAVE_TEST(build_module_passes_unkeyed_flags_and_shares_the_entry) {
-    TempDir dir;
-    ModuleCache cache = make_cache(dir);
+OPWEAVE_TEST(relative_directories_are_keyed_by_where_they_lead) {
     const FakeCompiler compiler;
-    CompileJob with_prelude = base_job();
-    with_prelude.unkeyed_flags = k_prelude_flags;
+    CompileJob relative = base_job();
+    relative.include_dirs = {"include"};
+    CompileJob absolute = base_job();
+    absolute.include_dirs = {(fs::current_path() / "include").string()};
+    CHECK_EQ(module_key("int x;", compiler, relative, "abi"),
+             module_key("int x;", compiler, absolute, "abi"));
+    CHECK(contains(module_key_material(compiler, relative, "abi"), absolute.include_dirs[0]));
+}
 
-    const BuiltModule first = build_module(cache, "int x;", compiler, base_job(), "abi");
+OPWEAVE_TEST(library_is_named_after_its_content_and_metadata_describes_it) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler;
+    const BuiltModule built = build_module(cache, compiler, request_for("int x;"));
+    CHECK(built.outcome == Outcome::built);
+    const std::string name = built.library.filename().string();
+    CHECK(name.rfind("module-", 0) == 0 && name.size() == std::string("module-.so").size() + 16);
+    CHECK(fs::exists(built.library));
+    CHECK(!fs::exists(built.dir / "module.so") && !fs::exists(built.dir / "module.d"));
+    CHECK_EQ(built.source, built.dir / "module.cpp");
+    const std::vector<Entry> entries = cache.list();
+    CHECK_EQ(entries.size(), 1u);
+    CHECK_EQ(entries[0].kind, std::string("module"));
+    CHECK_EQ(entries[0].label, std::string("TestOp"));
+    CHECK_EQ(entries[0].files.size(), 2u);
+    CHECK(!contains(entries[0].command, "/v2/tmp/"));  // the published path, not the staging one
+    CHECK(contains(entries[0].command, built.dir.string()));
+}
+
+OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+
+    const BuiltModule first = build_module(cache, compiler, request_for("int x;", true));
     CHECK(first.outcome == Outcome::built);
+    CHECK(first.prelude_missing);
     CHECK(compiler.jobs.at(0).unkeyed_flags.empty());
 
-    // Built without the prelude, found with it: the same entry, no compile.
-    const BuiltModule second = build_module(cache, "int x;", compiler, with_prelude, "abi");
-    CHECK(second.outcome == Outcome::hit);
-    CHECK_EQ(second.dir, first.dir);
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(1));
+    const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
+    CHECK(prelude.outcome == Outcome::built);
 
-    // A new module compiled with the prelude gets the flags on its command.
-    const BuiltModule third = build_module(cache, "int y;", compiler, with_prelude, "abi");
-    CHECK(third.outcome == Outcome::built);
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(2));
-    CHECK(compiler.jobs.at(1).unkeyed_flags == k_prelude_flags);
-    CHECK(build_module(cache, "int y;", compiler, base_job(), "abi").outcome == Outcome::hit);
+    // Built without the prelude, found with it: the same entry, no compile.
+    const BuiltModule again = build_module(cache, compiler, request_for("int x;", true));
+    CHECK(again.outcome == Outcome::hit);
+    CHECK(!again.prelude_missing);
+    CHECK_EQ(again.library, first.library);
+
+    // A new module compiles with it.
+    const BuiltModule second = build_module(cache, compiler, request_for("int y;", true));
+    CHECK(second.outcome == Outcome::built && !second.prelude_missing);
+    const std::vector<std::string> expected = prelude_include_flags(prelude.entry.dir);
+    CHECK(compiler.jobs.back().unkeyed_flags == expected);
+    CHECK(contains(command_of(cache, second.key), "-include"));
+
+    // Not for a compiler that cannot use one.
+    FakeCompiler other("fakecxx 2\n");
+    const BuiltModule plain = build_module(cache, other, request_for("int z;", true));
+    CHECK(!plain.prelude_missing && other.jobs.back().unkeyed_flags.empty());
 }
 
-OPWEAVE_TEST(failed_compile_with_unkeyed_flags_is_retried_without_them) {
+OPWEAVE_TEST(failed_compile_with_the_prelude_is_retried_without_it) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
-    FakeCompiler compiler;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    build_prelude(cache, compiler, request_for("", true));
     compiler.fail_with_unkeyed_flag = "-include";
-    CompileJob job = base_job();
-    job.unkeyed_flags = k_prelude_flags;
+    compiler.jobs.clear();
 
-    const BuiltModule built = build_module(cache, "int x;", compiler, job, "abi");
+    const BuiltModule built = build_module(cache, compiler, request_for("int x;", true));
     CHECK(built.outcome == Outcome::built);
     CHECK(fs::exists(built.library));
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(2));
+    CHECK_EQ(compiler.jobs.size(), 2u);
+    CHECK(compiler.jobs.at(0).unkeyed_flags.size() == 2);
     CHECK(compiler.jobs.at(1).unkeyed_flags.empty());
-    CHECK(compiler.jobs.at(1).flags == job.flags);
+    CHECK(compiler.jobs.at(1).flags == base_job().flags);
     // The entry records the compile that succeeded.
-    CHECK(!contains(only_command(cache), "-include"));
+    CHECK(!contains(command_of(cache, built.key), "-include"));
 }
 
-OPWEAVE_TEST(genuine_failure_is_reported_from_the_compile_without_unkeyed_flags) {
+OPWEAVE_TEST(genuine_failure_is_reported_from_the_compile_without_the_prelude) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
-    FakeCompiler compiler;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    build_prelude(cache, compiler, request_for("", true));
     compiler.always_fail = true;
-    CompileJob job = base_job();
-    job.unkeyed_flags = k_prelude_flags;
+    compiler.jobs.clear();
     try {
-        build_module(cache, "int x;", compiler, job, "abi");
+        build_module(cache, compiler, request_for("int x;", true));
         CHECK(false);
     } catch (const CompileError& e) {
         CHECK(!has_word(e.command(), "-include"));
         CHECK(contains(e.source().string(), "failed"));
     }
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(2));
+    CHECK_EQ(compiler.jobs.size(), 2u);
 
-    // Without unkeyed flags there is nothing to retry.
+    // Without a prelude there is nothing to retry.
     compiler.jobs.clear();
-    CHECK_THROWS_AS(build_module(cache, "int x;", compiler, base_job(), "abi"), CompileError);
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(1));
+    CHECK_THROWS_AS(build_module(cache, compiler, request_for("int x;")), CompileError);
+    CHECK_EQ(compiler.jobs.size(), 1u);
 }
 
-OPWEAVE_TEST(real_compile_survives_a_vanished_prelude) {
+OPWEAVE_TEST(headers_are_recorded_except_covered_and_cache_ones) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
-    const SystemCompiler compiler;
-    CompileJob job;
-    job.unkeyed_flags = k_prelude_flags;
-    const std::string source =
-        "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
-        "    return 42;\n"
-        "}\n";
-    const BuiltModule built = build_module(cache, source, compiler, job, "");
-    CHECK(built.outcome == Outcome::built);
-    CHECK(!contains(only_command(cache), "-include"));
-
-    void* handle = ::dlopen(built.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    CHECK(handle != nullptr);
-    if (handle != nullptr) {
-        using Function = int (*)();
-        void* address = ::dlsym(handle, "opweave_answer");
-        CHECK(address != nullptr);
-        if (address != nullptr) {
-            CHECK_EQ(reinterpret_cast<Function>(address)(), 42);
-        }
-        ::dlclose(handle);
+    ModuleCache cache(cache_options(dir));
+    fs::create_directories(dir / "ops");
+    fs::create_directories(dir / "python");
+    write_file(dir / "ops" / "op.h", "#define X 1\n");
+    write_file(dir / "python" / "Python.h", "/* covered */\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    FakeCompiler compiler;
+    compiler.dependencies = {(dir / "ops" / "op.h").string(),
+                             (dir / "python" / "Python.h").string(),
+                             (dir / "cache" / "v2" / "x" / "opweave_prelude.h").string()};
+    ModuleRequest request = request_for("int x;");
+    request.covered_header_dirs = {(dir / "python").string()};
+    const BuiltModule built = build_module(cache, compiler, request);
+    const std::optional<Entry> entry = cache.lookup(built.key);
+    CHECK(entry.has_value());
+    if (!entry) {
+        return;
     }
+    CHECK_EQ(entry->headers.size(), 1u);
+    CHECK_EQ(entry->headers.at(0).path, (dir / "ops" / "op.h").string());
+    CHECK_EQ(entry->headers.at(0).size, 12u);
+    CHECK_EQ(entry->headers.at(0).sha256.size(), 64u);
+}
+
+OPWEAVE_TEST(a_changed_header_rebuilds_and_replaces_the_entry) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    const fs::path header = dir / "op.h";
+    write_file(header, "#define X 1\n");
+    // Recorded after a tick, so the first build's record is not racy.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    FakeCompiler compiler;
+    compiler.dependencies = {header.string()};
+    compiler.output_content = "first build";
+    const BuiltModule first = build_module(cache, compiler, request_for("int x;"));
+    CHECK(build_module(cache, compiler, request_for("int x;")).outcome == Outcome::hit);
+
+    // Same size, new content: stat data differs, the hash decides.
+    write_file(header, "#define X 2\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    compiler.output_content = "second build";
+    const BuiltModule second = build_module(cache, compiler, request_for("int x;"));
+    CHECK(second.outcome == Outcome::built);
+    CHECK_EQ(second.dir, first.dir);
+    CHECK(second.library != first.library);  // dlopen() can tell them apart
+    CHECK(!fs::exists(first.library));
+    CHECK_EQ(second.events.size(), 1u);
+    CHECK(second.events.at(0).kind == CacheEvent::Kind::stale);
+    CHECK(contains(second.events.at(0).problem, header.string()));
+
+    // Touched but not changed: still a hit.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    write_file(header, "#define X 2\n");
+    CHECK(build_module(cache, compiler, request_for("int x;")).outcome == Outcome::hit);
+    // Removed: rebuilt.
+    fs::remove(header);
+    CHECK(build_module(cache, compiler, request_for("int x;")).outcome == Outcome::built);
+}
+
+OPWEAVE_TEST(a_header_written_while_compiling_is_not_trusted) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    const fs::path header = dir / "op.h";
+    write_file(header, "#define X 1\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    FakeCompiler compiler;
+    compiler.dependencies = {header.string()};
+    // Edited while the compiler runs: what it read is unknown.
+    compiler.during_compile = [&] { write_file(header, "#define X 2\n"); };
+    const BuiltModule first = build_module(cache, compiler, request_for("int x;"));
+    CHECK(!cache.lookup(first.key).has_value());  // stale: rebuilt by the next build
+    compiler.during_compile = nullptr;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const BuiltModule again = build_module(cache, compiler, request_for("int x;"));
+    CHECK(again.outcome == Outcome::built);
+    CHECK(build_module(cache, compiler, request_for("int x;")).outcome == Outcome::hit);
+}
+
+// The real compiler's dependency output: a header found through an include
+// directory, included with angle brackets, and a header it includes.
+OPWEAVE_TEST(real_compile_tracks_headers_it_includes) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    const SystemCompiler compiler;
+    fs::create_directories(dir / "inc" / "sub");
+    write_file(dir / "inc" / "answer.h", "#include \"sub/part.h\"\n#define ANSWER (40 + PART)\n");
+    write_file(dir / "inc" / "sub" / "part.h", "#define PART 2\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ModuleRequest request;
+    request.source =
+        "#include <answer.h>\n"
+        "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
+        "    return ANSWER;\n"
+        "}\n";
+    request.job.include_dirs = {(dir / "inc").string()};
+    const BuiltModule first = build_module(cache, compiler, request);
+    CHECK(first.outcome == Outcome::built);
+    CHECK_EQ(call_answer(first.library), 42);
+    const std::optional<Entry> entry = cache.lookup(first.key);
+    CHECK(entry.has_value());
+    if (!entry) {
+        return;
+    }
+    const auto recorded = [&](const fs::path& path) {
+        return std::any_of(entry->headers.begin(), entry->headers.end(),
+                           [&](const HeaderRecord& h) { return h.path == path.string(); });
+    };
+    CHECK(recorded(dir / "inc" / "answer.h"));
+    CHECK(recorded(dir / "inc" / "sub" / "part.h"));
+    CHECK(build_module(cache, compiler, request).outcome == Outcome::hit);
+
+    write_file(dir / "inc" / "sub" / "part.h", "#define PART 3\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const BuiltModule second = build_module(cache, compiler, request);
+    CHECK(second.outcome == Outcome::built);
+    CHECK_EQ(call_answer(second.library), 43);
 }

@@ -1,6 +1,7 @@
 // Tests of ModuleCache in one process: build-once, hits, failed builds,
-// metadata, eviction, pruning, permissions and key validation. The
-// multi-process tests are in tests/python/test_module_cache_processes.py.
+// metadata, eviction, pruning, permissions and key validation. Verification
+// and trust are in test_cache_entry_check.cpp; the multi-process tests are
+// in tests/python/_core/test_module_cache_processes.py.
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -27,10 +28,10 @@ const std::string k_key_a = "aaaaaaaaaaaaaaaa";
 const std::string k_key_b = "bbbbbbbbbbbbbbbb";
 const std::string k_key_c = "cccccccccccccccc";
 
-ModuleCache make_cache(const TempDir& dir) {
+CacheOptions options_in(const TempDir& dir) {
     CacheOptions options;
     options.root = dir / "cache";
-    return ModuleCache(options);
+    return options;
 }
 
 BuildFn writer(const std::string& content, std::atomic<int>* calls = nullptr,
@@ -40,57 +41,79 @@ BuildFn writer(const std::string& content, std::atomic<int>* calls = nullptr,
             ++*calls;
         }
         std::ofstream(staging / "payload") << content << std::string(size, 'x');
-        return BuildRecord{"material for " + content, "fake-cc " + content, 0.25};
+        BuildRecord record;
+        record.kind = "test";
+        record.label = "payload " + content;
+        record.key_material = "material for " + content;
+        record.command = "fake-cc " + content;
+        record.compile_seconds = 0.25;
+        return record;
     };
 }
 
 std::string payload(const fs::path& dir) { return *util::read_file(dir / "payload"); }
 
+// Makes an entry look last used `seconds_ago` (its directory's mtime).
+void age(const ModuleCache& cache, const std::string& key, double seconds_ago) {
+    const auto when = fs::file_time_type::clock::now() -
+                      std::chrono::duration_cast<fs::file_time_type::duration>(
+                          std::chrono::duration<double>(seconds_ago));
+    fs::last_write_time(cache.entry_dir(key), when);
+}
+
 }  // namespace
 
 OPWEAVE_TEST(miss_builds_then_hits) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     std::atomic<int> calls{0};
     CHECK(!cache.lookup(k_key_a));
     const CacheResult first = cache.get_or_build(k_key_a, writer("one", &calls));
     CHECK(first.outcome == Outcome::built);
-    CHECK_EQ(payload(first.dir), std::string("one"));
+    CHECK_EQ(payload(first.entry.dir), std::string("one"));
     const CacheResult second = cache.get_or_build(k_key_a, writer("two", &calls));
     CHECK(second.outcome == Outcome::hit);
-    CHECK_EQ(second.dir, first.dir);
-    CHECK_EQ(payload(second.dir), std::string("one"));
+    CHECK_EQ(second.entry.dir, first.entry.dir);
+    CHECK_EQ(payload(second.entry.dir), std::string("one"));
     CHECK_EQ(calls.load(), 1);
-    CHECK(cache.lookup(k_key_a).has_value());
-    CHECK_EQ(*cache.lookup(k_key_a), cache.entry_dir(k_key_a));
+    const std::optional<Entry> found = cache.lookup(k_key_a);
+    CHECK(found.has_value());
+    CHECK_EQ(found->dir, cache.entry_dir(k_key_a));
 }
 
 OPWEAVE_TEST(layout_is_versioned_and_private) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     cache.get_or_build(k_key_a, writer("one"));
     const fs::path entry = cache.entry_dir(k_key_a);
-    CHECK_EQ(entry, dir / "cache" / "v1" / "entries" / "aa" / k_key_a);
+    CHECK_EQ(entry, dir / "cache" / "v2" / "entries" / "aa" / k_key_a);
     CHECK(fs::exists(dir / "cache" / "CACHEDIR.TAG"));
     struct stat st {};
     CHECK(::stat((dir / "cache").c_str(), &st) == 0);
     CHECK_EQ(st.st_mode & 0777, 0700u);
     CHECK(::stat(entry.c_str(), &st) == 0);
     CHECK_EQ(st.st_mode & 0777, 0700u);
+    CHECK(::stat((entry / "payload").c_str(), &st) == 0);
+    CHECK_EQ(st.st_mode & 0777, 0600u);
     // The build lock is gone once the build is published.
-    CHECK(!fs::exists(dir / "cache" / "v1" / "locks" / (k_key_a + ".lock")));
+    CHECK(!fs::exists(dir / "cache" / "v2" / "locks" / (k_key_a + ".lock")));
 }
 
 OPWEAVE_TEST(metadata_is_recorded_and_listed) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     cache.get_or_build(k_key_a, writer("one", nullptr, 100));
     const std::string meta = *util::read_file(cache.entry_dir(k_key_a) / "meta.json");
-    CHECK(meta.find("\"format\": 1") != std::string::npos);
+    CHECK(meta.find("\"format\": 2") != std::string::npos);
     CHECK(meta.find("\"command\": \"fake-cc one\"") != std::string::npos);
-    const std::vector<EntryInfo> entries = cache.list();
+    CHECK(meta.find("\"files\": [[\"payload\",103,\"") != std::string::npos);
+    const std::vector<Entry> entries = cache.list();
     CHECK_EQ(entries.size(), 1u);
     CHECK_EQ(entries[0].key, k_key_a);
+    CHECK_EQ(entries[0].kind, std::string("test"));
+    CHECK_EQ(entries[0].label, std::string("payload one"));
+    CHECK_EQ(entries[0].files.size(), 1u);
+    CHECK_EQ(entries[0].files[0].size, 103u);
     CHECK_EQ(entries[0].command, std::string("fake-cc one"));
     CHECK_EQ(entries[0].key_material, std::string("material for one"));
     CHECK_EQ(entries[0].compile_seconds, 0.25);
@@ -104,22 +127,22 @@ OPWEAVE_TEST(metadata_is_recorded_and_listed) {
 
 OPWEAVE_TEST(failed_build_publishes_nothing_and_leaves_nothing) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     const BuildFn failing = [](const fs::path& staging) -> BuildRecord {
         std::ofstream(staging / "payload") << "half";
         throw std::runtime_error("compiler exploded");
     };
     CHECK_THROWS_AS(cache.get_or_build(k_key_a, failing), std::runtime_error);
     CHECK(!cache.lookup(k_key_a));
-    CHECK(fs::is_empty(dir / "cache" / "v1" / "tmp"));
-    CHECK(fs::is_empty(dir / "cache" / "v1" / "locks"));
+    CHECK(fs::is_empty(dir / "cache" / "v2" / "tmp"));
+    CHECK(fs::is_empty(dir / "cache" / "v2" / "locks"));
     // The key can be built afterwards.
     CHECK(cache.get_or_build(k_key_a, writer("one")).outcome == Outcome::built);
 }
 
 OPWEAVE_TEST(threads_on_one_key_build_once) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     std::atomic<int> calls{0};
     const BuildFn slow = [&calls](const fs::path& staging) {
         ++calls;
@@ -146,7 +169,7 @@ OPWEAVE_TEST(threads_on_one_key_build_once) {
 
 OPWEAVE_TEST(evict_and_clear) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     cache.get_or_build(k_key_a, writer("a"));
     cache.get_or_build(k_key_b, writer("b"));
     cache.get_or_build(k_key_c, writer("c"));
@@ -156,29 +179,19 @@ OPWEAVE_TEST(evict_and_clear) {
     CHECK_EQ(cache.list().size(), 2u);
     CHECK_EQ(cache.clear(), 2u);
     CHECK(cache.list().empty());
-    CHECK(fs::is_empty(dir / "cache" / "v1" / "trash"));
+    CHECK(fs::is_empty(dir / "cache" / "v2" / "trash"));
 }
 
 OPWEAVE_TEST(prune_by_age_then_by_size_in_lru_order) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     cache.get_or_build(k_key_a, writer("a", nullptr, 1000));
     cache.get_or_build(k_key_b, writer("b", nullptr, 1000));
     cache.get_or_build(k_key_c, writer("c", nullptr, 1000));
     // Age the entries: a is the oldest, c the newest.
-    const auto age = [&](const std::string& key, double seconds_ago) {
-        std::string meta = *util::read_file(cache.entry_dir(key) / "meta.json");
-        const double when = util::now_seconds() - seconds_ago;
-        for (const char* field : {"\"created\": ", "\"last_used\": "}) {
-            const auto start = meta.find(field) + std::string(field).size();
-            const auto end = meta.find_first_of(",\n", start);
-            meta.replace(start, end - start, std::to_string(when));
-        }
-        util::write_file_atomic(cache.entry_dir(key) / "meta.json", meta);
-    };
-    age(k_key_a, 10 * 86400.0);
-    age(k_key_b, 2 * 86400.0);
-    age(k_key_c, 1 * 86400.0);
+    age(cache, k_key_a, 10 * 86400.0);
+    age(cache, k_key_b, 2 * 86400.0);
+    age(cache, k_key_c, 1 * 86400.0);
 
     PruneResult by_age = cache.prune(std::nullopt, 5 * 86400.0);
     CHECK_EQ(by_age.removed, 1u);
@@ -194,7 +207,7 @@ OPWEAVE_TEST(prune_by_age_then_by_size_in_lru_order) {
 
 OPWEAVE_TEST(keys_are_validated) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     CHECK_THROWS_AS(cache.lookup("short"), std::invalid_argument);
     CHECK_THROWS_AS(cache.lookup("../../../../etc/passwd"), std::invalid_argument);
     CHECK_THROWS_AS(cache.lookup("aaaaaaaa/bbbbbbbb"), std::invalid_argument);
@@ -224,7 +237,7 @@ OPWEAVE_TEST(root_writable_by_others_is_refused) {
     CHECK_THROWS_AS(ModuleCache{options}, CacheError);
     ::chmod((dir / "open").c_str(), 0755);
     ModuleCache private_cache(options);
-    CHECK(private_cache.root() == dir / "open");
+    CHECK(private_cache.root() == fs::canonical(dir / "open"));
 }
 
 OPWEAVE_TEST(root_that_is_a_file_is_refused) {
@@ -252,23 +265,39 @@ OPWEAVE_TEST(default_root_follows_xdg_then_home) {
 
 OPWEAVE_TEST(sweep_removes_dead_builds_and_stale_locks) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
-    const fs::path v1 = dir / "cache" / "v1";
-    fs::create_directories(v1 / "tmp" / "deadbeef.1.x");
-    std::ofstream(v1 / "tmp" / "deadbeef.1.x.lock") << "1\n";
-    std::ofstream(v1 / "locks" / (k_key_a + ".lock")) << "1\n";
-    fs::create_directories(v1 / "trash" / "old.1.y");
+    ModuleCache cache(options_in(dir));
+    cache.get_or_build(k_key_b, writer("b"));  // makes the layout
+    const fs::path v2 = dir / "cache" / "v2";
+    fs::create_directories(v2 / "tmp" / "deadbeef.1.x");
+    std::ofstream(v2 / "tmp" / "deadbeef.1.x.lock") << "1\n";
+    std::ofstream(v2 / "locks" / (k_key_a + ".lock")) << "1\n";
+    fs::create_directories(v2 / "trash" / "old.1.y");
     CHECK_EQ(cache.sweep(), 2u);
-    CHECK(fs::is_empty(v1 / "tmp"));
-    CHECK(fs::is_empty(v1 / "locks"));
-    CHECK(fs::is_empty(v1 / "trash"));
+    CHECK(fs::is_empty(v2 / "tmp"));
+    CHECK(fs::is_empty(v2 / "locks"));
+    CHECK(fs::is_empty(v2 / "trash"));
+}
+
+OPWEAVE_TEST(sweep_removes_older_layouts_but_not_newer_ones) {
+    TempDir dir;
+    ModuleCache cache(options_in(dir));
+    fs::create_directories(dir / "cache" / "v1" / "entries" / "aa" / k_key_a);
+    std::ofstream(dir / "cache" / "v1" / "entries" / "aa" / k_key_a / "module.so") << "old";
+    fs::create_directories(dir / "cache" / "v3" / "entries");
+    fs::create_directories(dir / "cache" / "vintage");
+    cache.sweep();
+    CHECK(!fs::exists(dir / "cache" / "v1"));
+    CHECK(fs::exists(dir / "cache" / "v3" / "entries"));
+    CHECK(fs::exists(dir / "cache" / "vintage"));
+    // An old entry is never read as a new one.
+    CHECK(!cache.lookup(k_key_a));
 }
 
 OPWEAVE_TEST(keep_failed_source) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     const fs::path kept = cache.keep_failed_source(k_key_a, "int x = ;\n");
-    CHECK_EQ(kept, dir / "cache" / "v1" / "failed" / (k_key_a + ".cpp"));
+    CHECK_EQ(kept, dir / "cache" / "v2" / "failed" / (k_key_a + ".cpp"));
     CHECK_EQ(*util::read_file(kept), std::string("int x = ;\n"));
 }
 
@@ -278,7 +307,7 @@ OPWEAVE_TEST(concurrent_builds_of_different_keys_never_trip_over_sweeps) {
     // directory's owner lock before its owner did, failing that build with
     // "cannot lock fresh staging directory".
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(options_in(dir));
     std::atomic<int> failures{0};
     std::atomic<int> built{0};
     std::vector<std::thread> threads;
@@ -303,5 +332,52 @@ OPWEAVE_TEST(concurrent_builds_of_different_keys_never_trip_over_sweeps) {
     CHECK_EQ(failures.load(), 0);
     CHECK_EQ(built.load(), 8 * 40);
     CHECK_EQ(cache.list().size(), 320u);
-    CHECK(fs::is_empty(dir / "cache" / "v1" / "tmp"));
+    CHECK(fs::is_empty(dir / "cache" / "v2" / "tmp"));
+}
+
+OPWEAVE_TEST(size_limit_evicts_least_recently_used_after_a_build) {
+    TempDir dir;
+    CacheOptions options = options_in(dir);
+    options.max_total_bytes = 3500;
+    ModuleCache cache(options);
+    cache.get_or_build(k_key_a, writer("a", nullptr, 1000));
+    age(cache, k_key_a, 300);
+    cache.get_or_build(k_key_b, writer("b", nullptr, 1000));
+    age(cache, k_key_b, 200);
+    CHECK_EQ(cache.list().size(), 2u);
+    // A third ~1.3 KiB entry goes over 3500 bytes: the oldest one goes.
+    const CacheResult c = cache.get_or_build(k_key_c, writer("c", nullptr, 1000));
+    CHECK(c.outcome == Outcome::built);
+    const std::vector<Entry> left = cache.list();
+    CHECK_EQ(left.size(), 2u);
+    CHECK_EQ(left[0].key, k_key_b);
+    CHECK_EQ(left[1].key, k_key_c);
+    // The entry just built is never the one evicted, however small the limit.
+    options.max_total_bytes = 10;
+    ModuleCache tiny(options);
+    const std::string key_d = "dddddddddddddddd";
+    CHECK(tiny.get_or_build(key_d, writer("d", nullptr, 1000)).outcome == Outcome::built);
+    CHECK_EQ(tiny.list().size(), 1u);
+    CHECK(tiny.lookup(key_d).has_value());
+}
+
+OPWEAVE_TEST(counters_persist_across_cache_objects) {
+    TempDir dir;
+    {
+        ModuleCache cache(options_in(dir));
+        cache.get_or_build(k_key_a, writer("a"));
+        cache.get_or_build(k_key_a, writer("a"));
+        cache.get_or_build(k_key_a, writer("a"));
+    }  // the destructor writes what it gathered
+    ModuleCache again(options_in(dir));
+    again.get_or_build(k_key_b, writer("b"));
+    again.flush_counters();
+    const CacheCounters counters = again.stats().counters;
+    CHECK_EQ(counters.hits, 2u);
+    CHECK_EQ(counters.misses, 2u);
+    CHECK_EQ(counters.builds, 2u);
+    CHECK_EQ(counters.compile_seconds, 0.5);
+    CHECK_EQ(counters.saved_seconds, 0.5);
+    again.clear();
+    CHECK_EQ(again.stats().counters.builds, 0u);
 }

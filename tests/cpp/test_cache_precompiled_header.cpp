@@ -23,7 +23,7 @@
 using namespace opweave;
 using opweave_test::FakeCompiler;
 using opweave_test::TempDir;
-using opweave_test::make_cache;
+using opweave_test::cache_options;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,6 +40,13 @@ CompileJob base_job() {
     job.flags = {"-DX=1"};
     job.include_dirs = {"/inc"};
     return job;
+}
+
+ModuleRequest prelude_request(const CompileJob& job, const std::string& extra = "abi") {
+    ModuleRequest request;
+    request.job = job;
+    request.prelude = PreludeRequest{k_header, extra};
+    return request;
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -98,14 +105,14 @@ OPWEAVE_TEST(prelude_key_covers_what_changes_the_header_compile) {
     CHECK(module_key(k_header, compiler, job, "abi") != key);
 
     const std::string material = prelude_key_material(compiler, job, k_header, "abi");
-    CHECK(contains(material, "prelude layout: 1"));
+    CHECK(contains(material, "prelude layout: 2"));
     CHECK(contains(material, "-DX=1"));
     CHECK(contains(material, k_header));
 }
 
-OPWEAVE_TEST(build_prelude_publishes_header_gch_and_size) {
+OPWEAVE_TEST(build_prelude_publishes_header_and_gch) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(cache_options(dir));
     FakeCompiler compiler(k_gcc_version);
     CompileJob job = base_job();
     job.unkeyed_flags = {"-include", "/old.h"};
@@ -113,65 +120,74 @@ OPWEAVE_TEST(build_prelude_publishes_header_gch_and_size) {
     const std::string key = prelude_key(compiler, job, k_header, "abi");
     CHECK(!find_prelude(cache, key));
 
-    const CacheResult built = build_prelude(cache, compiler, job, k_header, "abi");
+    const CacheResult built = build_prelude(cache, compiler, prelude_request(job));
     CHECK(built.outcome == Outcome::built);
-    CHECK_EQ(built.dir, cache.entry_dir(key));
-    CHECK_EQ(*util::read_file(built.dir / "opweave_prelude.h"), std::string(k_header));
-    CHECK_EQ(*util::read_file(gch_of(built.dir)), compiler.output_content);
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(1));
+    CHECK_EQ(built.entry.dir, cache.entry_dir(key));
+    CHECK_EQ(built.entry.kind, std::string("prelude"));
+    CHECK_EQ(built.entry.label, std::string("precompiled vector string"));
+    CHECK_EQ(*util::read_file(built.entry.dir / "opweave_prelude.h"), std::string(k_header));
+    CHECK_EQ(*util::read_file(gch_of(built.entry.dir)), compiler.output_content);
+    CHECK_EQ(compiler.jobs.size(), 1u);
     CHECK(compiler.jobs.at(0).unkeyed_flags.empty());
     CHECK(compiler.jobs.at(0).libraries.empty());
     CHECK(compiler.jobs.at(0).flags == job.flags);
+    CHECK(!compiler.jobs.at(0).depfile.empty());
 
-    CHECK(build_prelude(cache, compiler, job, k_header, "abi").outcome == Outcome::hit);
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(1));
-    const std::optional<fs::path> found = find_prelude(cache, key);
-    CHECK(found.has_value() && *found == built.dir);
-    const std::vector<std::string> flags = prelude_include_flags(built.dir);
-    CHECK_EQ(flags.size(), static_cast<std::size_t>(2));
+    CHECK(build_prelude(cache, compiler, prelude_request(job)).outcome == Outcome::hit);
+    CHECK_EQ(compiler.jobs.size(), 1u);
+    const std::optional<Entry> found = find_prelude(cache, key);
+    CHECK(found.has_value() && found->dir == built.entry.dir);
+    const std::vector<std::string> flags = prelude_include_flags(built.entry.dir);
+    CHECK_EQ(flags.size(), 2u);
     CHECK_EQ(flags.at(0), std::string("-include"));
-    CHECK_EQ(flags.at(1), (built.dir / "opweave_prelude.h").string());
+    CHECK_EQ(flags.at(1), (built.entry.dir / "opweave_prelude.h").string());
 
-    const std::vector<EntryInfo> entries = cache.list();
-    CHECK_EQ(entries.size(), static_cast<std::size_t>(1));
+    const std::vector<Entry> entries = cache.list();
+    CHECK_EQ(entries.size(), 1u);
     CHECK(contains(entries.at(0).key_material, "prelude layout"));
-    CHECK(contains(entries.at(0).command, built.dir.string()));
+    CHECK(contains(entries.at(0).command, built.entry.dir.string()));
+    CHECK_THROWS_AS(build_prelude(cache, compiler, ModuleRequest{}), std::invalid_argument);
 }
 
-OPWEAVE_TEST(damaged_prelude_is_removed_and_reported_missing) {
+OPWEAVE_TEST(damaged_prelude_is_quarantined_and_reported_missing) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(cache_options(dir));
     FakeCompiler compiler(k_gcc_version);
+    compiler.output_content = std::string(4096, 'p');
     const CompileJob job = base_job();
     const std::string key = prelude_key(compiler, job, k_header, "abi");
 
+    int damaged = 0;
     const auto damage_and_check = [&](const auto& damage) {
-        const CacheResult built = build_prelude(cache, compiler, job, k_header, "abi");
+        const CacheResult built = build_prelude(cache, compiler, prelude_request(job));
         CHECK(built.outcome == Outcome::built);
         CHECK(find_prelude(cache, key).has_value());
-        damage(built.dir);
+        damage(built.entry.dir);
         CHECK(!find_prelude(cache, key));
-        CHECK(!cache.lookup(key));  // removed, so the next build replaces it
+        CHECK(!fs::exists(built.entry.dir));  // quarantined, so the next build replaces it
+        CHECK_EQ(fs::directory_iterator(dir / "cache" / "v2" / "quarantine") ==
+                     fs::directory_iterator(),
+                 false);
+        ++damaged;
     };
     damage_and_check([](const fs::path& entry) { write_file(gch_of(entry), "fake"); });
     damage_and_check([](const fs::path& entry) { write_file(gch_of(entry), ""); });
+    damage_and_check(  // the same size, other bytes
+        [](const fs::path& entry) { write_file(gch_of(entry), std::string(4096, 'q')); });
     damage_and_check([](const fs::path& entry) { fs::remove(gch_of(entry)); });
     damage_and_check([](const fs::path& entry) { fs::remove(entry / "opweave_prelude.h"); });
-    damage_and_check(
-        [](const fs::path& entry) { fs::remove(entry / "opweave_prelude.gch_size"); });
-    damage_and_check([](const fs::path& entry) {
-        write_file(entry / "opweave_prelude.gch_size", "not a number");
-    });
-    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(6));
+    damage_and_check([](const fs::path& entry) { fs::remove(entry / "meta.json"); });
+    damage_and_check([](const fs::path& entry) { write_file(entry / "meta.json", "{\"form"); });
+    CHECK_EQ(compiler.jobs.size(), static_cast<std::size_t>(damaged));
 }
 
 OPWEAVE_TEST(failed_prelude_build_publishes_nothing) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(cache_options(dir));
     FakeCompiler compiler(k_gcc_version);
     compiler.always_fail = true;
     const CompileJob job = base_job();
-    CHECK_THROWS_AS(build_prelude(cache, compiler, job, k_header, "abi"), CompileError);
+    CHECK_THROWS_AS(build_prelude(cache, compiler, prelude_request(job)), CompileError);
     CHECK(!find_prelude(cache, prelude_key(compiler, job, k_header, "abi")));
     CHECK(cache.list().empty());
 }
@@ -181,7 +197,7 @@ OPWEAVE_TEST(failed_prelude_build_publishes_nothing) {
 // module must work.
 OPWEAVE_TEST(real_gcc_uses_the_prelude) {
     TempDir dir;
-    ModuleCache cache = make_cache(dir);
+    ModuleCache cache(cache_options(dir));
     const SystemCompiler compiler;
     if (!supports_prelude(compiler)) {
         std::cout << "  (skipped: " << compiler.identity().path << " is not GCC)\n";
@@ -190,8 +206,9 @@ OPWEAVE_TEST(real_gcc_uses_the_prelude) {
     CompileJob job;
     job.flags = {"-DOPWEAVE_PROBE=1", "-Wno-unused-variable"};
     job.opt_level = OptLevel::o3;
-    const CacheResult prelude = build_prelude(cache, compiler, job, k_header, "");
-    CHECK(prelude.outcome == Outcome::built);
+    const CacheResult built = build_prelude(cache, compiler, prelude_request(job, ""));
+    CHECK(built.outcome == Outcome::built);
+    const Entry& prelude = built.entry;
 
     write_file(dir / "module.cpp",
                "#include <vector>\n"

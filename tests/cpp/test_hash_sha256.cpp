@@ -2,6 +2,7 @@
 // padding boundaries) and of the typed KeyHasher encoding.
 #include "check.hpp"
 
+#include "hash/sha256_x86.hpp"
 #include "opweave/hash.hpp"
 
 #include <cstddef>
@@ -285,4 +286,27 @@ OPWEAVE_TEST(key_hasher_pinned_named_field) {
     // b'n' + struct.pack('<Q', 1) + b'a' + s(b'bc')
     CHECK_EQ(KeyHasher{}.add("a", "bc").hex_digest(),
              "49d490769f13f24142ec0d66b3c06dfb64f591b6699b90bd35424c19634cd5c1");
+}
+
+// Where the CPU has the SHA extensions, every test above ran them; these run
+// the portable code too, and compare the two on messages of many lengths.
+OPWEAVE_TEST(sha256_portable_and_accelerated_agree) {
+    std::string message;
+    std::uint32_t seed = 12345;
+    std::vector<std::string> accelerated;
+    for (std::size_t length = 0; length < 700; length += 7) {
+        while (message.size() < length) {
+            seed = seed * 1664525u + 1013904223u;
+            message.push_back(static_cast<char>(seed >> 24));
+        }
+        accelerated.push_back(hex_of(message));
+    }
+    opweave::detail::sha256_x86_force_portable(true);
+    CHECK_EQ(hex_of("abc"),
+             std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    std::size_t index = 0;
+    for (std::size_t length = 0; length < 700; length += 7, ++index) {
+        CHECK_EQ(hex_of(message.substr(0, length)), accelerated[index]);
+    }
+    opweave::detail::sha256_x86_force_portable(false);
 }

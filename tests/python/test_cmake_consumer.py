@@ -81,10 +81,11 @@ def test_cmake_consumer_builds_and_caches_a_module(tmp_path: Path) -> None:
     second = _run([str(consumer), str(cache_root)], timeout=300, env=env)
     assert second.strip() == "answer=42 outcome=hit"
 
-    entries = [path for path in cache_root.glob("v1/entries/*/*") if path.is_dir()]
+    entries = [path for path in cache_root.glob("v2/entries/*/*") if path.is_dir()]
     assert len(entries) == 1, entries
     entry = entries[0]
     assert entry.parent.name == entry.name[:2]
-    for name in ("module.so", "module.cpp", "meta.json"):
+    for name in ("module.cpp", "meta.json"):
         assert (entry / name).is_file(), f"{name} missing from {entry}"
+    assert len(list(entry.glob("module-*.so"))) == 1
     assert "opweave_consumer_answer" in (entry / "module.cpp").read_text()

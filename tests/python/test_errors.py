@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support.helpers import module_request
 
 import opweave
 from opweave import _core
@@ -16,13 +17,13 @@ def test_compile_error_carries_command_diagnostics_and_kept_source(tmp_path: Pat
     compiler = _core.SystemCompiler()
     source = "int ok() { return 1; }\nint broken( {\n"
     with pytest.raises(opweave.CompileError) as caught:
-        _core.build_module(cache, source, compiler, _core.CompileJob(), "test")
+        _core.build_module(cache, compiler, module_request(source))
     error = caught.value
     assert error.exit_status != 0
     assert error.command[0] == compiler.identity["path"]
     assert "-shared" in error.command
     assert Path(error.source).read_text() == source  # kept after the build dir died
-    assert Path(error.source).parent == tmp_path / "cache" / "v1" / "failed"
+    assert Path(error.source).parent == tmp_path.resolve() / "cache" / "v2" / "failed"
     # The diagnostics point at the kept file, with the right line.
     assert f"{error.source}:2:" in error.first_error
     assert "error" in error.first_error
@@ -71,7 +72,7 @@ def test_python_exception_in_build_function_propagates_unchanged(tmp_path: Path)
     with pytest.raises(KeyError, match="boom"):
         cache.get_or_build("k" * 16, build)
     assert cache.lookup("k" * 16) is None
-    assert cache.stats()["builds_in_flight"] == 0
+    assert cache.stats().builds_in_flight == 0
 
 
 def test_build_function_with_wrong_return_type(tmp_path: Path) -> None:
@@ -88,6 +89,6 @@ def test_compile_error_with_non_utf8_output_is_still_a_compile_error(tmp_path: P
     job.include_dirs = [str(tmp_path)]
     cache = _core.ModuleCache(str(tmp_path / "cache"))
     with pytest.raises(opweave.CompileError) as caught:
-        _core.build_module(cache, '#include "bad.h"\n', _core.SystemCompiler(), job, "test")
+        _core.build_module(cache, _core.SystemCompiler(), module_request('#include "bad.h"\n', job))
     assert "\ufffd" in caught.value.diagnostics
     assert "bad.h:1" in caught.value.first_error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -59,15 +60,26 @@ def test_cache_commands(tmp_path: Path) -> None:
     cache_dir = tmp_path / "cache"
     cache = _core.ModuleCache(str(cache_dir))
 
-    def build(staging: str) -> None:
+    def build(staging: str) -> dict[str, object]:
         (Path(staging) / "payload").write_text("x")
+        return {"kind": "module", "label": "PayloadOp", "compile_seconds": 1.5}
 
     for name in "ab":
         cache.get_or_build(name * 16, build)
+    assert cache.get_or_build("a" * 16, build).outcome == "hit"
+    cache.flush_counters()
     info = run_cli("cache", "info", cache=cache_dir)
-    assert info.returncode == 0 and "entries:          2" in info.stdout
+    assert info.returncode == 0 and "entries:          2 (2 module)" in info.stdout
+    assert "hits:             1  misses: 2  builds: 2" in info.stdout
+    assert "3.0 s spent, 1.5 s saved by hits" in info.stdout
     listing = run_cli("cache", "list", cache=cache_dir)
-    assert listing.stdout.count("compiled in") == 2
+    rows = [line for line in listing.stdout.splitlines() if "PayloadOp" in line]
+    assert len(rows) == 2 and all(" module " in row for row in rows)
+    as_json = json.loads(run_cli("cache", "list", "--json", cache=cache_dir).stdout)
+    assert [(e["key"], e["kind"], e["label"]) for e in as_json] == [
+        ("a" * 16, "module", "PayloadOp"),
+        ("b" * 16, "module", "PayloadOp"),
+    ]
     pruned = run_cli("cache", "prune", "--max-size", "0", cache=cache_dir)
     assert pruned.returncode == 0 and "removed 2 entries" in pruned.stdout
     assert cache.list() == []

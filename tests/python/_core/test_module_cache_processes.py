@@ -74,13 +74,13 @@ def test_killed_build_publishes_nothing(tmp_path: Path) -> None:
     cache = _core.ModuleCache(root)
     assert cache.lookup(key) is None
     assert staging.exists()  # left behind by the dead process ...
-    assert cache.stats()["builds_in_flight"] == 1
+    assert cache.stats().builds_in_flight == 1
     # ... and the key is not stuck: the lock died with the builder.
-    entry, outcome = cache.get_or_build(key, writer(b"ok"))
-    assert outcome == "built"
-    assert (Path(entry) / "payload").read_bytes() == b"ok"
+    result = cache.get_or_build(key, writer(b"ok"))
+    assert result.outcome == "built"
+    assert (Path(result.entry.dir) / "payload").read_bytes() == b"ok"
     assert not staging.exists()  # swept when the next build ran
-    assert cache.stats()["builds_in_flight"] == 0
+    assert cache.stats().builds_in_flight == 0
 
 
 def test_prune_while_other_processes_read(tmp_path: Path) -> None:
@@ -107,5 +107,5 @@ def test_prune_while_other_processes_read(tmp_path: Path) -> None:
     assert all(count["corrupt"] == 0 for count in counts), counts
     assert sum(int(count["hits"]) for count in counts) > 0
     assert sum(int(count["misses"]) for count in counts) > 0  # pruning really overlapped
-    assert cache.stats()["entries"] == len(keys)
-    assert cache.stats()["builds_in_flight"] == 0
+    assert cache.stats().entries == len(keys)
+    assert cache.stats().builds_in_flight == 0

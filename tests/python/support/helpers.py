@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,9 +91,21 @@ def ticking_thread() -> Iterator[list[int]]:
         thread.join()
 
 
-def compiled_modules() -> list[dict[str, object]]:
+def compiled_modules() -> list[Any]:
     """The graph modules in the current cache (precompiled preludes, which
     are entries too, left out)."""
     from opweave.link.c.cmodule import get_module_cache
 
-    return [e for e in get_module_cache().list() if " -shared " in str(e["command"])]
+    return [e for e in get_module_cache().list() if e.kind == "module"]
+
+
+def module_request(source: str, job: Any = None, extra: str = "test") -> Any:
+    """A plain _core.ModuleRequest: `source`, `job` (default: an empty job),
+    `extra`, and nothing else (no prelude, no covered header dirs)."""
+    from opweave import _core
+
+    request = _core.ModuleRequest()
+    request.source = source
+    request.job = job if job is not None else _core.CompileJob()
+    request.extra = extra
+    return request

@@ -56,8 +56,8 @@ def build(root: str, key: str, sleep: float, counter: str) -> None:
         times["end"] = time.time()
         return {"command": "fake", "compile_seconds": sleep}
 
-    entry, outcome = cache.get_or_build(key, builder)
-    emit(outcome=outcome, dir=str(entry), **times)
+    result = cache.get_or_build(key, builder)
+    emit(outcome=result.outcome, dir=str(result.entry.dir), **times)
 
 
 def build_and_hang(root: str, key: str) -> None:
@@ -83,7 +83,7 @@ def read(root: str, seconds: float, keys: list[str]) -> None:
                 counts["misses"] += 1
                 continue
             try:
-                with open(os.path.join(entry, "payload"), "rb") as source:
+                with open(os.path.join(entry.dir, "payload"), "rb") as source:
                     data = source.read()
             except FileNotFoundError:
                 counts["vanished"] += 1

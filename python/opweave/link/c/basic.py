@@ -40,8 +40,8 @@ _DEFAULT_FLAGS = (
 )
 _DIAGNOSTIC_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<rest>.*)$", re.M)
 
-# Modules loaded in this process, by library path: each is imported once.
-_loaded: dict[str, Any] = {}
+# How many op names a module's label shows.
+_LABEL_OPS = 6
 
 
 class CompiledGraph(NamedTuple):
@@ -57,14 +57,6 @@ class CompiledGraph(NamedTuple):
 
 def _uniq(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
-
-
-def _numpy_abi() -> str:
-    try:
-        from numpy._core._multiarray_umath import _get_ndarray_c_version
-    except ImportError:  # NumPy 1.x
-        from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore
-    return f"numpy={np.__version__};c_api={_get_ndarray_c_version():x}"
 
 
 class CLinker:
@@ -150,7 +142,19 @@ class CLinker:
                 and getattr(method, "__module__", "") != "opweave.link.c.interface"
             ):
                 versions.append(f"{type(obj).__qualname__}={obj.c_code_cache_version()!r}")
-        return ";".join([cmodule.python_abi_key(), _numpy_abi(), *dict.fromkeys(versions)])
+        return ";".join(
+            [cmodule.python_abi_key(), cmodule.numpy_abi_key(), *dict.fromkeys(versions)]
+        )
+
+    def label(self) -> str:
+        """What the graph's module holds, for listings and logs: its op names
+        in topological order, each once."""
+        assert self.fgraph is not None
+        names = list(dict.fromkeys(type(node.op).__name__ for node in self.fgraph.toposort()))
+        shown = names[:_LABEL_OPS]
+        if len(names) > _LABEL_OPS:
+            shown.append(f"+{len(names) - _LABEL_OPS} more")
+        return ", ".join(shown)
 
     # --- building ------------------------------------------------------------
 
@@ -170,37 +174,25 @@ class CLinker:
         graph = self.graph_spec(compiler)
         assembled = _core.assemble_module(graph.spec)
         job = self.compile_job(graph.objects, compiler)
-        extra = self.key_extra(graph.objects)
-        job.unkeyed_flags = cmodule.prelude_flags(compiler, job, assembled["text"], extra)
-        cache = cmodule.get_module_cache()
+        request = cmodule.module_request(
+            assembled["text"],
+            job,
+            self.key_extra(graph.objects),
+            label=self.label(),
+            prelude=cmodule.prelude_request(graph.spec.get("headers", ()), job),
+        )
         try:
-            built = _core.build_module(cache, assembled["text"], compiler, job, extra)
-            module = _load(built["library"])
+            compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)
         except CompileError as error:
             raise _explained(error, assembled["line_map"], graph.origins) from None
-        except (ImportError, OSError) as error:
-            _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built["dir"], error)
-            cache.evict(str(built["dir"]).rsplit("/", 1)[-1])
-            _loaded.pop(str(built["library"]), None)
-            built = _core.build_module(cache, assembled["text"], compiler, job, extra)
-            module = _load(built["library"])
         return CompiledGraph(
-            module,
-            str(built["library"]),
-            str(built["source"]),
-            built["outcome"],
+            compiled.module,
+            str(compiled.library),
+            str(compiled.source),
+            compiled.outcome,
             graph.orphans,
             graph.block_names,
         )
-
-
-def _load(library: Any) -> Any:
-    path = str(library)
-    module = _loaded.get(path)
-    if module is None:
-        module = cmodule.load_extension(path, _core.GRAPH_MODULE_NAME)
-        _loaded[path] = module
-    return module
 
 
 def _explained(

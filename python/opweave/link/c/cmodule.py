@@ -1,10 +1,17 @@
 """Compiling C++ source into Python extension modules through the cache.
 
-This module ties :data:`opweave.config` to the C++ core: it gives the
-process-wide :class:`~opweave._core.ModuleCache` and compiler for the current
-configuration, the compile job for a Python extension, a loader that imports a
-compiled extension from its cache entry, and the precompiled prelude that
-makes cold compiles fast (:func:`prelude_flags`).
+:func:`load_module` is the one path from source text to an imported module:
+the whole-graph linker, the per-node linker and the tests all go through it.
+It describes the module to the C++ core as plain data
+(:class:`opweave._core.ModuleRequest`), which owns the policy (the key, the
+header tracking, the precompiled prelude, the verification of entries), and
+then imports the verified library. What the core found wrong on disk is
+logged; an entry that still fails to load is quarantined and built once
+more; a cache that cannot be used at all (its root or an entry's place
+belongs to another user) gives a WARNING and a build in a private
+directory. Everything is logged on the ``opweave`` logger: each compile at
+INFO, lock waits longer than a second at INFO (from the core), and every
+quarantine at WARNING.
 
 The prelude is a header of the includes that start every generated module
 (Python.h, and NumPy's headers for modules that include them), precompiled by
@@ -18,15 +25,14 @@ the compiles after it.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.machinery
 import importlib.util
 import logging
-import os
-import re
+import shutil
 import sys
 import sysconfig
-import threading
-import time
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -34,34 +40,51 @@ from typing import NamedTuple
 
 from opweave import _core
 from opweave.configparser import config
-from opweave.errors import OpweaveError
+from opweave.errors import CacheError, LockTimeout, OpweaveError
+from opweave.link.c import _prelude
 
 __all__ = [
     "NUMPY_PRELUDE",
     "PYTHON_PRELUDE",
     "CompiledModule",
     "compile_extension",
+    "covered_header_dirs",
     "extension_job",
     "get_compiler",
     "get_module_cache",
     "load_extension",
-    "prelude_flags",
+    "load_module",
+    "module_request",
+    "numpy_abi_key",
+    "prelude_request",
     "python_abi_key",
     "wait_for_prelude_builds",
 ]
 
-_log = logging.getLogger(__name__)
+NUMPY_PRELUDE = _prelude.NUMPY_PRELUDE
+PYTHON_PRELUDE = _prelude.PYTHON_PRELUDE
+wait_for_prelude_builds = _prelude.wait_for_prelude_builds
 
-_caches: dict[tuple[str, float], _core.ModuleCache] = {}
+_log = logging.getLogger("opweave")
+
+_caches: dict[tuple[str, float, int | None], _core.ModuleCache] = {}
 _compilers: dict[tuple[str, str], _core.SystemCompiler] = {}
+_private: list[_core.ModuleCache] = []  # the fallback cache, made on first need
+_loaded: dict[str, ModuleType] = {}  # imported modules, by library path
 
 
 def get_module_cache() -> _core.ModuleCache:
-    """The module cache at ``config.compiledir`` (one object per setting)."""
-    settings = (config.compiledir, config.compile__timeout)
+    """The module cache at ``config.compiledir`` (one object per setting).
+
+    Raises CacheError when the root cannot be used (another user's, or
+    writable by others)."""
+    settings = (config.compiledir, config.compile__timeout, config.cache__max_size)
     cache = _caches.get(settings)
     if cache is None:
-        cache = _core.ModuleCache(settings[0], lock_timeout=settings[1])
+        root, timeout, max_size = settings
+        cache = _core.ModuleCache(root, lock_timeout=timeout, max_total_bytes=max_size)
+        if not _caches:
+            atexit.register(_flush_counters)
         _caches[settings] = cache
     return cache
 
@@ -84,10 +107,40 @@ def get_compiler() -> _core.SystemCompiler:
     return compiler
 
 
+@functools.cache
+def _python_paths() -> tuple[str, str]:
+    """Python's include directories (sysconfig takes about a millisecond to
+    work them out, on every call)."""
+    paths = sysconfig.get_paths()
+    return paths["include"], paths["platinclude"]
+
+
+@functools.cache
 def python_abi_key() -> str:
     """Text naming the Python ABI that compiled extensions depend on."""
     soabi = sysconfig.get_config_var("SOABI") or ""
     return f"python={sys.implementation.cache_tag};soabi={soabi};hexversion={sys.hexversion:x}"
+
+
+@functools.cache
+def numpy_abi_key() -> str:
+    """Text naming the NumPy version and C-API version that modules including
+    NumPy's headers depend on."""
+    import numpy as np
+
+    try:
+        from numpy._core._multiarray_umath import _get_ndarray_c_version
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore
+    return f"numpy={np.__version__};c_api={_get_ndarray_c_version():x}"
+
+
+def covered_header_dirs() -> list[str]:
+    """The header directories whose content the key already covers (by the
+    Python ABI and the NumPy version), so the cache does not track them."""
+    import numpy as np
+
+    return list(dict.fromkeys([*_python_paths(), np.get_include()]))
 
 
 def extension_job(
@@ -101,14 +154,46 @@ def extension_job(
     """A compile job for a Python extension module: the given settings plus the
     Python headers. Extension modules on Linux do not link libpython."""
     job = _core.CompileJob()
-    python_include = sysconfig.get_paths()["include"]
-    job.include_dirs = [*include_dirs, python_include]
+    job.include_dirs = [*include_dirs, _python_paths()[0]]
     job.flags = list(flags)
     job.lib_dirs = list(lib_dirs)
     job.libraries = list(libraries)
     job.opt_level = opt_level
     job.debug_info = debug_info
     return job
+
+
+def prelude_request(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest | None:
+    """The prelude a module may use: NumPy's when its ``headers`` (as given to
+    the module assembler) include NumPy's array header and the job can find
+    it, else Python's; None when ``config.cmodule__precompiled_header`` is off.
+
+    Only for sources that start with ``#define PY_SSIZE_T_CLEAN`` and
+    ``#include <Python.h>``, as every generated module does."""
+    if not config.cmodule__precompiled_header:
+        return None
+    return _prelude.choose(headers, job)
+
+
+def module_request(
+    source: str,
+    job: _core.CompileJob | None = None,
+    extra: str | None = None,
+    label: str = "",
+    prelude: _core.PreludeRequest | None = None,
+) -> _core.ModuleRequest:
+    """The description of one module for :func:`load_module`: its source,
+    compile job (default :func:`extension_job`), key material beyond the job
+    (default the Python ABI), a label for listings and logs, and the
+    prelude it may be compiled with."""
+    request = _core.ModuleRequest()
+    request.source = source
+    request.job = job if job is not None else extension_job()
+    request.extra = extra if extra is not None else python_abi_key()
+    request.label = label
+    request.covered_header_dirs = covered_header_dirs()
+    request.prelude = prelude
+    return request
 
 
 class CompiledModule(NamedTuple):
@@ -119,6 +204,7 @@ class CompiledModule(NamedTuple):
     library: Path
     source: Path
     outcome: str
+    key: str
 
 
 def load_extension(library: str | Path, name: str) -> ModuleType:
@@ -133,192 +219,119 @@ def load_extension(library: str | Path, name: str) -> ModuleType:
     return module
 
 
+def load_module(
+    request: _core.ModuleRequest, name: str, compiler: _core.SystemCompiler | None = None
+) -> CompiledModule:
+    """Compiles ``request`` with ``compiler`` (default :func:`get_compiler`)
+    through the cache (or finds it there, verified) and imports the module
+    ``name`` from it; each library is imported once per process.
+
+    Raises CompileError on a failed compile, LockTimeout when another process
+    holds the module's lock too long, and KeyboardInterrupt when Ctrl-C
+    arrives during a compile or a lock wait. Damaged entries never reach
+    the caller: they are quarantined and rebuilt."""
+    compiler = compiler or get_compiler()
+    cache, built = _build(request, compiler)
+    try:
+        module = _import(built.library, name)
+    except (ImportError, OSError) as error:
+        # Verified, yet unloadable: deleted under us, or a file the checks
+        # cannot judge. Set it aside and build once more; a second failure
+        # is the module's own and is raised.
+        _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built.dir, error)
+        cache.quarantine(built.key, f"cannot be loaded: {error}")
+        cache, built = _build(request, compiler, cache)
+        module = _import(built.library, name)
+    return CompiledModule(module, built.library, built.source, built.outcome, built.key)
+
+
 def compile_extension(
-    source: str, name: str, job: _core.CompileJob | None = None
+    source: str,
+    name: str,
+    job: _core.CompileJob | None = None,
+    prelude: _core.PreludeRequest | None = None,
 ) -> CompiledModule:
     """Compiles ``source`` (defining ``PyInit_<name>``) through the cache, or
-    finds it there, and imports it. Raises CompileError on a failed compile.
-
-    An entry that cannot be loaded (damaged on disk, or deleted by a
-    concurrent prune) is moved aside and built again, once; a second failure
-    is raised."""
-    if job is None:
-        job = extension_job()
-    cache, compiler, abi = get_module_cache(), get_compiler(), python_abi_key()
-    built = _core.build_module(cache, source, compiler, job, abi)
-    try:
-        module = load_extension(built["library"], name)
-    except (ImportError, OSError) as error:
-        _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built["dir"], error)
-        cache.evict(Path(built["dir"]).name)
-        built = _core.build_module(cache, source, compiler, job, abi)
-        module = load_extension(built["library"], name)
-    return CompiledModule(module, built["library"], built["source"], built["outcome"])
+    finds it there, and imports it: :func:`load_module` of a request with
+    the Python ABI as key material and ``name`` as label."""
+    return load_module(module_request(source, job, label=name, prelude=prelude), name)
 
 
-# --- the precompiled prelude -------------------------------------------------
-
-#: The prelude of modules that include NumPy's array header.
-NUMPY_PRELUDE = (
-    "#define PY_SSIZE_T_CLEAN\n"
-    "#include <Python.h>\n"
-    "#include <numpy/arrayobject.h>\n"
-    "#include <numpy/arrayscalars.h>\n"
-    "#include <math.h>\n"
-)
-#: The prelude of the other modules: the two lines every generated module
-#: starts with.
-PYTHON_PRELUDE = "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
-
-# A source may use a prelude only if it starts (after comment lines) with
-# PYTHON_PRELUDE: then the prelude includes what the module includes first
-# anyway, and `-include` of it changes nothing but the compile time.
-_STARTS_WITH_PYTHON_H = re.compile(r"(?:[ \t]*(?://[^\n]*)?\n)*" + re.escape(PYTHON_PRELUDE))
-# It may use NUMPY_PRELUDE only if it includes NumPy's array header itself:
-# the prelude must not make NumPy's names (some unprefixed macros such as
-# DEPRECATE) visible to a module that did not ask for them.
-_INCLUDES_NUMPY = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]numpy/arrayobject\.h[>"]', re.M)
-
-# How long the interpreter waits at exit for prelude builds still running, so
-# that a short script still leaves the prelude for the next process.
-_EXIT_WAIT_SECONDS = 10.0
-
-# Preludes are told apart by (cache root, key).
-_prelude_lock = threading.Lock()  # guards the two collections below
-_prelude_builds: dict[tuple[str, str], threading.Thread] = {}  # builds in flight
-_prelude_failed: set[tuple[str, str]] = set()  # builds that failed in this process
-_exit_hook_registered = False
+# --- inside the one path ------------------------------------------------------
 
 
-def prelude_flags(
-    compiler: _core.SystemCompiler, job: _core.CompileJob, source: str, key_extra: str
-) -> list[str]:
-    """The unkeyed flags (``job.unkeyed_flags``) that make ``source`` compile
-    with its precompiled prelude, or ``[]``.
-
-    Returns ``[]`` when ``config.cmodule__precompiled_header`` is off, the
-    compiler is not GCC or runs under a launcher, or ``source`` does not start
-    with ``#define PY_SSIZE_T_CLEAN`` and ``#include <Python.h>``. When the
-    prelude's cache entry is missing, returns ``[]``, and starts building it
-    in a background thread (at most one per prelude and process) unless the
-    module (``source`` compiled with ``job``, keyed with ``key_extra`` as by
-    :func:`opweave._core.build_module`) is in the cache already and needs no
-    compile."""
-    if not config.cmodule__precompiled_header or not _core.supports_prelude(compiler):
-        return []
-    chosen = _choose_prelude(job, source)
-    if chosen is None:
-        return []
-    text, prelude_extra = chosen
-    key = _core.prelude_key(compiler, job, text, prelude_extra)
-    cache = get_module_cache()
-    entry = _core.find_prelude(cache, key)
-    if entry is not None:
-        return list(_core.prelude_include_flags(entry))
-    if cache.lookup(_core.module_key(source, compiler, job, key_extra)) is None:
-        _start_prelude_build(cache, compiler, job, text, prelude_extra, key)
-    return []
-
-
-def wait_for_prelude_builds(timeout: float | None = None) -> bool:
-    """Waits for the prelude builds this process started; returns whether
-    none is still running (at most ``timeout`` seconds, if given)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        with _prelude_lock:
-            running = list(_prelude_builds.values())
-        if not running:
-            return True
-        for thread in running:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(left)
-            if thread.is_alive():
-                return False
-
-
-def _choose_prelude(job: _core.CompileJob, source: str) -> tuple[str, str] | None:
-    """The prelude text for ``source`` and the key material beyond the job
-    (the ABIs of the headers it includes), or None if it may use none."""
-    if not _STARTS_WITH_PYTHON_H.match(source):
-        return None
-    if _INCLUDES_NUMPY.search(source):
-        import numpy
-
-        if numpy.get_include() in job.include_dirs:
-            return NUMPY_PRELUDE, f"{python_abi_key()};numpy={numpy.__version__}"
-    return PYTHON_PRELUDE, python_abi_key()
-
-
-def _copy_job(job: _core.CompileJob) -> _core.CompileJob:
-    copy = _core.CompileJob()
-    copy.flags = list(job.flags)
-    copy.include_dirs = list(job.include_dirs)
-    copy.opt_level = job.opt_level
-    copy.debug_info = job.debug_info
-    return copy
-
-
-def _start_prelude_build(
-    cache: _core.ModuleCache,
+def _build(
+    request: _core.ModuleRequest,
     compiler: _core.SystemCompiler,
-    job: _core.CompileJob,
-    text: str,
-    extra: str,
-    key: str,
-) -> None:
-    """Starts building prelude ``key`` in a daemon thread, unless this
-    process already builds it or failed to. Other processes are kept out by
-    the key's lock in the cache."""
-    global _exit_hook_registered
-    build = (str(cache.root), key)
-    with _prelude_lock:
-        if build in _prelude_builds or build in _prelude_failed:
-            return
-        thread = threading.Thread(
-            target=_build_prelude,
-            args=(cache, compiler, _copy_job(job), text, extra, build),
-            name=f"opweave-prelude-{key[:12]}",
-            daemon=True,
+    cache: _core.ModuleCache | None = None,
+) -> tuple[_core.ModuleCache, _core.BuiltModule]:
+    """The verified module of ``request``, from ``cache`` (default: the
+    configured one) or, if that cache cannot be used, from a private one."""
+    try:
+        cache = cache or get_module_cache()
+        built = _core.build_module(cache, compiler, request)
+    except LockTimeout:
+        raise
+    except CacheError as error:
+        cache = _private_cache()
+        _log.warning(
+            "cannot use the module cache: %s; building in a private directory (%s) instead",
+            error,
+            cache.root,
         )
-        _prelude_builds[build] = thread
-        if not _exit_hook_registered:
-            atexit.register(wait_for_prelude_builds, _EXIT_WAIT_SECONDS)
-            _exit_hook_registered = True
-        thread.start()
-    _log.debug("building precompiled prelude %s in the background", key[:12])
+        built = _core.build_module(cache, compiler, request)
+    except BaseException as error:
+        if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit
+            _prelude.note_interrupt()
+        raise
+    _report(built, request)
+    if built.prelude_missing:
+        _prelude.start_build(cache, compiler, request)
+    return cache, built
 
 
-def _build_prelude(
-    cache: _core.ModuleCache,
-    compiler: _core.SystemCompiler,
-    job: _core.CompileJob,
-    text: str,
-    extra: str,
-    build: tuple[str, str],
-) -> None:
-    """The background thread's body: builds the prelude (the binding
-    releases the GIL); a failure only means that modules compile without it."""
-    key = build[1]
-    try:
-        built = _core.build_prelude(cache, compiler, job, text, extra)
-        _log.debug("precompiled prelude %s: %s", key[:12], built["outcome"])
-    except Exception as error:  # any failure only disables the prelude
+def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
+    for event in built.events:
+        if event.kind == "stale":
+            _log.info("rebuilding cache entry %s: %s", event.path, event.problem)
+        elif event.kind == "quarantined":
+            _log.warning(
+                "cache entry %s is damaged (%s); moved it to quarantine and rebuilt it",
+                event.path,
+                event.problem,
+            )
+        else:
+            _log.warning("cache directory %s %s", event.path, event.problem)
+    if built.outcome == "built":
         _log.info(
-            "precompiled prelude %s not built; modules compile without it: %s", key[:12], error
+            "compiled module %s (%s) in %.2f s",
+            built.key[:12],
+            request.label or "no label",
+            built.compile_seconds,
         )
-        with _prelude_lock:
-            _prelude_failed.add(build)
-    finally:
-        with _prelude_lock:
-            _prelude_builds.pop(build, None)
 
 
-def _reset_after_fork() -> None:
-    """A forked child has none of its parent's threads: forget their builds."""
-    global _prelude_lock
-    _prelude_lock = threading.Lock()
-    _prelude_builds.clear()
+def _import(library: Path, name: str) -> ModuleType:
+    path = str(library)
+    module = _loaded.get(path)
+    if module is None:
+        module = load_extension(path, name)
+        _loaded[path] = module
+    return module
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+def _private_cache() -> _core.ModuleCache:
+    """A cache in a fresh private temporary directory, removed at exit."""
+    if not _private:
+        root = tempfile.mkdtemp(prefix="opweave-private-")
+        atexit.register(shutil.rmtree, root, True)
+        _private.append(_core.ModuleCache(root, lock_timeout=config.compile__timeout))
+    return _private[0]
+
+
+def _flush_counters() -> None:
+    for cache in _caches.values():
+        try:
+            cache.flush_counters()
+        except OpweaveError:
+            pass  # only statistics

@@ -23,7 +23,8 @@ def test_compile_then_hit(isolated_cache: Path) -> None:
     first = cmodule.compile_extension(DEMO_SOURCE, DEMO_MODULE_NAME)
     assert first.outcome == "built"
     assert first.module.dot([1.0, 2.0], [3.0, 4.0]) == 11.0
-    assert first.library.parent.parent.parent == isolated_cache / "v1" / "entries"
+    assert first.library.parent.parent.parent == isolated_cache / "v2" / "entries"
+    assert first.library.name.startswith("module-") and first.library.suffix == ".so"
     assert load_in_fresh_process(isolated_cache) == {"outcome": "hit", "result": 32.0}
 
 
@@ -33,13 +34,14 @@ def test_damaged_entry_is_rebuilt_not_raised(isolated_cache: Path, damage: str) 
     # a loaded shared object in place would crash its user, which is why the
     # cache never rewrites one).
     assert load_in_fresh_process(isolated_cache) == {"outcome": "built", "result": 32.0}
-    [library] = (isolated_cache / "v1" / "entries").glob("*/*/module.so")
+    [library] = (isolated_cache / "v2" / "entries").glob("*/*/module-*.so")
     if damage == "truncate":
         library.write_bytes(b"")  # what a crash before the data reached disk leaves
     else:
         library.write_bytes(b"\x7fELF garbage" * 100)
     assert load_in_fresh_process(isolated_cache) == {"outcome": "built", "result": 32.0}
-    assert library.stat().st_size > 1000  # replaced by a good build
+    [rebuilt] = (isolated_cache / "v2" / "entries").glob("*/*/module-*.so")
+    assert rebuilt.stat().st_size > 1000  # replaced by a good build
     assert load_in_fresh_process(isolated_cache) == {"outcome": "hit", "result": 32.0}
 
 

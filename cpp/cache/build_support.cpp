@@ -1,0 +1,73 @@
+// opweave core (internal): shared build helpers (see build_support.hpp).
+#include "cache/build_support.hpp"
+
+#include <unistd.h>
+
+#include "cache/header_manifest.hpp"
+#include "util/fs.hpp"
+
+namespace opweave::cache {
+
+namespace {
+
+void make_absolute(std::vector<std::string>& dirs) {
+    for (std::string& dir : dirs) {
+        if (!dir.empty() && dir.front() != '/') {
+            dir = std::filesystem::absolute(dir).lexically_normal().string();
+        }
+    }
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+    std::string text;
+    for (const std::string& word : words) {
+        text += (text.empty() ? "" : " ") + word;
+    }
+    return text;
+}
+
+}  // namespace
+
+CompileJob absolute_dirs(const CompileJob& job) {
+    CompileJob copy = job;
+    make_absolute(copy.include_dirs);
+    make_absolute(copy.lib_dirs);
+    return copy;
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+    for (std::size_t at = text.find(from); !from.empty() && at != std::string::npos;
+         at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+    }
+    return text;
+}
+
+std::string display_command(const CompileResult& result, const std::filesystem::path& staging,
+                            const std::filesystem::path& entry) {
+    std::string command;
+    for (const auto& words : result.commands) {
+        command += (command.empty() ? "" : "\n") + join_words(words);
+    }
+    return replace_all(command, staging.string(), entry.string());
+}
+
+std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const ModuleRequest& request,
+                                           const CompileJob& staged,
+                                           std::int64_t compile_start_ns) {
+    const std::optional<std::string> text = util::read_file(staged.depfile);
+    util::remove_tree(staged.depfile);
+    if (!text) {
+        return {};
+    }
+    HeaderFilter filter;
+    filter.working_dir = std::filesystem::current_path();
+    filter.source = staged.source;
+    filter.skip_dirs.push_back(cache.root());
+    for (const std::string& dir : request.covered_header_dirs) {
+        filter.skip_dirs.push_back(std::filesystem::absolute(dir));
+    }
+    return record_headers(parse_depfile(*text), filter, compile_start_ns);
+}
+
+}  // namespace opweave::cache

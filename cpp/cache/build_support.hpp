@@ -1,0 +1,38 @@
+// opweave core (internal): what building a module and building a prelude
+// share: normalised jobs, the command as the published entry reads it, and
+// the headers a compile read.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "opweave/compiler.hpp"
+#include "opweave/module_builder.hpp"
+#include "opweave/module_cache.hpp"
+
+namespace opweave::cache {
+
+// `job` with relative include and library directories made absolute: the
+// compiler resolves them against the working directory, so the key must
+// say which directory they mean.
+CompileJob absolute_dirs(const CompileJob& job);
+
+// The commands a compile ran, one per line, with the staging directory's
+// path replaced by the entry's, as it reads once published.
+std::string display_command(const CompileResult& result, const std::filesystem::path& staging,
+                            const std::filesystem::path& entry);
+
+// The headers the compile of `staged` (with staged.depfile set) read, from
+// its dependency file, which is then removed: all but the source, the files
+// of the cache (preludes are verified as entries) and those below the
+// request's covered directories.
+std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const ModuleRequest& request,
+                                           const CompileJob& staged,
+                                           std::int64_t compile_start_ns);
+
+// `text` with every occurrence of `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to);
+
+}  // namespace opweave::cache

@@ -1,0 +1,120 @@
+// opweave core (internal): persistent counters (see cache_counters.hpp).
+#include "cache/cache_counters.hpp"
+
+#include "cache/layout.hpp"
+#include "opweave/file_lock.hpp"
+#include "util/fs.hpp"
+#include "util/json.hpp"
+
+namespace opweave::cache {
+
+namespace {
+
+using util::Json;
+
+constexpr double k_write_interval_seconds = 1.0;
+constexpr double k_lock_timeout_seconds = 5.0;
+constexpr const char* k_lock_name = "stats.lock";
+
+void add_to(CacheCounters& total, const CacheCounters& delta) {
+    total.hits += delta.hits;
+    total.misses += delta.misses;
+    total.builds += delta.builds;
+    total.quarantines += delta.quarantines;
+    total.evictions += delta.evictions;
+    total.compile_seconds += delta.compile_seconds;
+    total.saved_seconds += delta.saved_seconds;
+}
+
+std::uint64_t count(const Json& json, const char* name) {
+    const Json* value = json.find(name);
+    const auto number = value != nullptr ? value->integer() : std::nullopt;
+    return number && *number > 0 ? static_cast<std::uint64_t>(*number) : 0;
+}
+
+double seconds(const Json& json, const char* name) {
+    const Json* value = json.find(name);
+    const auto number = value != nullptr ? value->number() : std::nullopt;
+    return number && *number > 0 ? *number : 0.0;
+}
+
+std::string to_text(const CacheCounters& counters) {
+    return Json(Json::Object{
+                    {"format", 1},
+                    {"hits", counters.hits},
+                    {"misses", counters.misses},
+                    {"builds", counters.builds},
+                    {"quarantines", counters.quarantines},
+                    {"evictions", counters.evictions},
+                    {"compile_seconds", counters.compile_seconds},
+                    {"saved_seconds", counters.saved_seconds},
+                })
+               .dump() +
+           "\n";
+}
+
+}  // namespace
+
+CacheCounters read_counters(const util::Dir& version_dir) {
+    CacheCounters counters;
+    const auto text = version_dir.read_file(k_stats_file, 1 << 16);
+    const auto json = text ? Json::parse(*text) : std::nullopt;
+    if (!json || json->object() == nullptr) {
+        return counters;
+    }
+    counters.hits = count(*json, "hits");
+    counters.misses = count(*json, "misses");
+    counters.builds = count(*json, "builds");
+    counters.quarantines = count(*json, "quarantines");
+    counters.evictions = count(*json, "evictions");
+    counters.compile_seconds = seconds(*json, "compile_seconds");
+    counters.saved_seconds = seconds(*json, "saved_seconds");
+    return counters;
+}
+
+void PendingCounters::add(const CacheCounters& delta) {
+    std::lock_guard<std::mutex> guard(m_mutex);
+    add_to(m_pending, delta);
+    m_dirty = true;
+}
+
+bool PendingCounters::due() const {
+    std::lock_guard<std::mutex> guard(m_mutex);
+    return m_dirty && util::now_seconds() - m_last_write >= k_write_interval_seconds;
+}
+
+void PendingCounters::write(const util::Dir& version_dir, const util::Dir& locks) {
+    std::lock_guard<std::mutex> guard(m_mutex);
+    if (!m_dirty) {
+        return;
+    }
+    try {
+        FileLock lock(locks.fd(), k_lock_name, locks.path_of(k_lock_name));
+        lock.acquire(std::chrono::duration<double>(k_lock_timeout_seconds));
+        CacheCounters total = read_counters(version_dir);
+        add_to(total, m_pending);
+        // Counts are not worth a flush to disk: a crash may lose a second's.
+        if (!version_dir.write_file(k_stats_file, to_text(total), 0600, util::Sync::no)) {
+            return;
+        }
+        m_pending = {};
+        m_dirty = false;
+        m_last_write = util::now_seconds();
+    } catch (const Error&) {
+        // A busy or read-only cache: the counts wait for the next write.
+    }
+}
+
+void PendingCounters::reset(const util::Dir& version_dir, const util::Dir& locks) {
+    std::lock_guard<std::mutex> guard(m_mutex);
+    m_pending = {};
+    m_dirty = false;
+    try {
+        FileLock lock(locks.fd(), k_lock_name, locks.path_of(k_lock_name));
+        lock.acquire(std::chrono::duration<double>(k_lock_timeout_seconds));
+        version_dir.write_file(k_stats_file, to_text({}), 0600, util::Sync::no);
+    } catch (const Error&) {
+    }
+}
+
+}  // namespace opweave::cache

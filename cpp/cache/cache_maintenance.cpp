@@ -1,0 +1,265 @@
+// opweave core: ModuleCache listing, verifying and cleaning up (see
+// include/opweave/module_cache.hpp and the concurrency rules at the top of
+// module_cache.cpp).
+//
+// Every walk opens each directory by name relative to its parent without
+// following symlinks, and skips what it cannot trust instead of entering it:
+// listing another user's directory could make us report, or delete, what is
+// not ours. Everything removed is first renamed into trash/ (or, for sweep,
+// is already inside the root), so nothing outside the root is ever touched.
+#include <algorithm>
+#include <cerrno>
+
+#include "cache/entry_check.hpp"
+#include "cache/entry_metadata.hpp"
+#include "cache/module_cache_impl.hpp"
+#include "opweave/errors.hpp"
+#include "opweave/file_lock.hpp"
+#include "opweave/module_cache.hpp"
+#include "opweave/staging_dir.hpp"
+#include "util/fs.hpp"
+
+namespace opweave {
+
+namespace {
+
+// A staging directory without an owner lock is a crash between mkdir and
+// locking; anything that old is certainly not a build starting up.
+constexpr double k_staging_grace_seconds = 3600.0;
+// Quarantined entries are kept this long, and at most this many, so that a
+// user can look at what was wrong.
+constexpr double k_quarantine_keep_seconds = 7 * 86400.0;
+constexpr std::size_t k_quarantine_keep_count = 16;
+
+// A directory below the root that can be walked: ours, not a symlink, not
+// writable by others. Nothing otherwise.
+std::optional<util::Dir> open_trusted(const util::Dir& parent, std::string_view name) {
+    const auto st = parent.stat(name);
+    if (!st || util::check_trust(*st, true) != util::Trust::ok) {
+        return std::nullopt;
+    }
+    return parent.open_dir(name);
+}
+
+// Calls visit(shard, key) for each entry directory name in the cache.
+template <typename Visit>
+void for_each_entry_name(const cache::Places& places, Visit visit) {
+    for (const std::string& shard_name : places.entries.list()) {
+        const auto shard = open_trusted(places.entries, shard_name);
+        if (!shard) {
+            continue;
+        }
+        for (const std::string& key : shard->list()) {
+            visit(*shard, key);
+        }
+    }
+}
+
+// The metadata of an entry without verifying its files; kind "damaged" when
+// it cannot be read.
+Entry describe(const util::Dir& shard, const std::string& key) {
+    Entry entry;
+    const auto dir = open_trusted(shard, key);
+    const auto text = dir ? dir->read_file(ModuleCache::k_metadata_file) : std::nullopt;
+    if (auto parsed = text ? cache::parse_metadata(*text) : std::nullopt) {
+        entry = std::move(*parsed);
+    } else {
+        entry.kind = "damaged";
+    }
+    entry.key = key;
+    entry.dir = shard.path_of(key);
+    const auto st = shard.stat(key);
+    entry.last_used = st ? util::mtime_seconds(*st) : 0.0;
+    entry.created = entry.created > 0 ? entry.created : entry.last_used;
+    entry.size_bytes = util::tree_size(shard, key);
+    return entry;
+}
+
+void remove_all(const util::Dir& dir, std::size_t& removed) {
+    for (const std::string& name : dir.list()) {
+        removed += dir.remove(name) ? 1 : 0;
+    }
+}
+
+// Removes quarantined entries older than the keep time, and the oldest ones
+// beyond the keep count.
+void trim_quarantine(const util::Dir& quarantine, std::size_t& removed) {
+    std::vector<std::pair<double, std::string>> items;
+    for (const std::string& name : quarantine.list()) {
+        const auto st = quarantine.stat(name);
+        items.emplace_back(st ? util::mtime_seconds(*st) : 0.0, name);
+    }
+    std::sort(items.rbegin(), items.rend());  // newest first
+    const double now = util::now_seconds();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i >= k_quarantine_keep_count || now - items[i].first > k_quarantine_keep_seconds) {
+            removed += quarantine.remove(items[i].second) ? 1 : 0;
+        }
+    }
+}
+
+// Whether `name` is the directory of an older layout ("v1" when this is v2).
+bool is_older_layout(const std::string& name) {
+    if (name.size() < 2 || name[0] != 'v' ||
+        !std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+    }
+    return name.size() < 6 && std::stoi(name.substr(1)) < ModuleCache::k_format_version;
+}
+
+}  // namespace
+
+std::vector<Entry> ModuleCache::list() const {
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    std::vector<Entry> entries;
+    for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
+        entries.push_back(describe(shard, key));
+    });
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    return entries;
+}
+
+CacheStats ModuleCache::stats() const {
+    CacheStats stats;
+    for (const Entry& entry : list()) {
+        ++stats.entries;
+        stats.total_bytes += entry.size_bytes;
+        stats.oldest_use =
+            stats.entries == 1 ? entry.last_used : std::min(stats.oldest_use, entry.last_used);
+        stats.newest_use = std::max(stats.newest_use, entry.last_used);
+    }
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    if (const auto tmp = open_trusted(places.version, cache::k_tmp_dir)) {
+        for (const std::string& name : tmp->list()) {
+            const bool is_lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
+            stats.builds_in_flight += is_lock ? 0 : 1;
+        }
+    }
+    stats.counters = cache::read_counters(places.version);
+    return stats;
+}
+
+VerifyReport ModuleCache::verify(Repair repair) {
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    VerifyReport report;
+    for (const std::string& shard_name : places.entries.list()) {
+        const auto st = places.entries.stat(shard_name);
+        const util::Trust trust = st ? util::check_trust(*st, true) : util::Trust::wrong_type;
+        if (trust != util::Trust::ok) {
+            VerifyProblem problem{places.entries.path_of(shard_name),
+                                  st ? util::describe_trust(trust, *st) : "cannot be read"};
+            if (repair == Repair::yes && trust != util::Trust::foreign_owner) {
+                problem.repaired = cache::discard(places.version, places.entries, shard_name);
+            }
+            report.problems.push_back(std::move(problem));
+            continue;
+        }
+        const auto shard = places.entries.open_dir(shard_name);
+        for (const std::string& key : shard ? shard->list() : std::vector<std::string>{}) {
+            ++report.entries_checked;
+            const cache::EntryCheck check = cache::check_entry(*shard, key, cache::Memo::bypass);
+            if (check.state == cache::EntryState::valid) {
+                continue;
+            }
+            VerifyProblem problem{shard->path_of(key), check.problem};
+            if (check.state == cache::EntryState::stale) {
+                report.stale.push_back(std::move(problem));
+                continue;
+            }
+            if (repair == Repair::yes) {
+                problem.repaired = quarantine(key, check.problem);
+            }
+            report.problems.push_back(std::move(problem));
+        }
+    }
+    return report;
+}
+
+bool ModuleCache::evict(std::string_view key) {
+    check_key(key);
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    const auto shard = open_trusted(places.entries, cache::shard_name(key));
+    return shard && cache::discard(places.version, *shard, key);
+}
+
+std::size_t ModuleCache::clear() {
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    std::size_t removed = 0;
+    for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
+        removed += cache::discard(places.version, shard, key) ? 1 : 0;
+    });
+    if (const auto quarantine = open_trusted(places.version, cache::k_quarantine_dir)) {
+        std::size_t ignored = 0;
+        remove_all(*quarantine, ignored);
+    }
+    const util::Dir locks = cache::require_layout_dir(places.version, cache::k_locks_dir, nullptr);
+    m_impl->counters.reset(places.version, locks);
+    sweep();
+    return removed;
+}
+
+PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
+                               std::optional<double> older_than_seconds, std::string_view keep) {
+    std::vector<Entry> entries = list();
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; });
+    std::uint64_t total = 0;
+    for (const Entry& entry : entries) {
+        total += entry.size_bytes;
+    }
+    PruneResult result;
+    const double now = util::now_seconds();
+    for (const Entry& entry : entries) {
+        const bool too_old = older_than_seconds && now - entry.last_used > *older_than_seconds;
+        const bool too_big = max_total_bytes && total > *max_total_bytes;
+        if ((!too_old && !too_big) || entry.key == keep) {
+            continue;
+        }
+        if (evict(entry.key)) {
+            ++result.removed;
+            result.freed_bytes += entry.size_bytes;
+            total -= entry.size_bytes;
+        }
+    }
+    CacheCounters counts;
+    counts.evictions = result.removed;
+    m_impl->counters.add(counts);
+    sweep();
+    return result;
+}
+
+std::size_t ModuleCache::sweep() {
+    const cache::Places places = cache::open_places(m_root, nullptr);
+    std::size_t removed = 0;
+    if (const auto tmp = open_trusted(places.version, cache::k_tmp_dir)) {
+        removed += StagingDir::sweep(tmp->fd(), k_staging_grace_seconds);
+    }
+    if (const auto trash = open_trusted(places.version, cache::k_trash_dir)) {
+        remove_all(*trash, removed);
+    }
+    if (const auto quarantine = open_trusted(places.version, cache::k_quarantine_dir)) {
+        trim_quarantine(*quarantine, removed);
+    }
+    if (const auto locks = open_trusted(places.version, cache::k_locks_dir)) {
+        for (const std::string& name : locks->list()) {
+            // A lock file left by a killed builder: free, so take and remove it.
+            try {
+                FileLock orphan(locks->fd(), name, locks->path_of(name));
+                if (orphan.try_acquire()) {
+                    orphan.release_and_remove();
+                }
+            } catch (const CacheError&) {
+                // Vanished or unreadable: nothing to clean.
+            }
+        }
+    }
+    for (const std::string& name : places.root.list()) {
+        if (is_older_layout(name)) {
+            removed += places.root.remove(name) ? 1 : 0;
+        }
+    }
+    return removed;
+}
+
+}  // namespace opweave

@@ -1,0 +1,96 @@
+// opweave core (internal): file hashes (see file_digest.hpp).
+//
+// The memo is one map for the process, guarded by a mutex: the cache is used
+// from several threads (a background prelude build next to the main
+// thread's compiles). It is bounded; when full it starts over.
+#include "cache/file_digest.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "opweave/hash.hpp"
+
+namespace opweave::cache {
+
+namespace {
+
+// Big enough to make the read calls cheap next to hashing, small enough to
+// come from the heap without being zeroed or faulted in page by page.
+constexpr std::size_t k_read_chunk = 64 << 10;
+constexpr std::size_t k_max_memo_entries = 1 << 16;
+
+using Version = std::tuple<dev_t, ino_t, off_t, long, long, long, long>;
+
+Version version_of(const struct stat& st) {
+    return {st.st_dev,         st.st_ino,          st.st_size,         st.st_mtim.tv_sec,
+            st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
+
+struct Memory {
+    std::mutex mutex;
+    std::map<Version, std::string> hashes;
+};
+
+// Never destroyed, so that it outlives every user, even at exit.
+Memory& memory() {
+    static Memory* memo = new Memory();
+    return *memo;
+}
+
+std::optional<std::string> hash_fd(int fd, off_t expected_size) {
+    Sha256 hasher;
+    const std::unique_ptr<char[]> buffer(new char[k_read_chunk]);
+    off_t offset = 0;
+    for (;;) {
+        const ssize_t n = ::pread(fd, buffer.get(), k_read_chunk, offset);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return std::nullopt;
+        }
+        if (n == 0) {
+            break;
+        }
+        hasher.update(buffer.get(), static_cast<std::size_t>(n));
+        offset += n;
+    }
+    if (offset != expected_size) {
+        return std::nullopt;  // it changed while we read it
+    }
+    return to_hex(hasher.finish());
+}
+
+}  // namespace
+
+std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo) {
+    const Version version = version_of(st);
+    if (memo == Memo::use) {
+        std::lock_guard<std::mutex> guard(memory().mutex);
+        const auto it = memory().hashes.find(version);
+        if (it != memory().hashes.end()) {
+            return it->second;
+        }
+    }
+    std::optional<std::string> sha256 = hash_fd(fd, st.st_size);
+    if (sha256) {
+        remember_sha256(st, *sha256);
+    }
+    return sha256;
+}
+
+void remember_sha256(const struct stat& st, const std::string& sha256) {
+    std::lock_guard<std::mutex> guard(memory().mutex);
+    if (memory().hashes.size() >= k_max_memo_entries) {
+        memory().hashes.clear();
+    }
+    memory().hashes[version_of(st)] = sha256;
+}
+
+}  // namespace opweave::cache

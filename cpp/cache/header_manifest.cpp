@@ -1,0 +1,235 @@
+// opweave core (internal): header manifests (see header_manifest.hpp).
+#include "cache/header_manifest.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "cache/file_digest.hpp"
+#include "util/fd.hpp"
+
+namespace opweave::cache {
+
+namespace {
+
+constexpr std::int64_t k_ns_per_second = 1000000000;
+// Filesystems with whole-second timestamps (and FAT's two seconds) need a
+// wider notion of "the same tick".
+constexpr std::int64_t k_coarse_tick_ns = 2 * k_ns_per_second;
+
+std::int64_t ns_of(const struct timespec& time) {
+    return static_cast<std::int64_t>(time.tv_sec) * k_ns_per_second + time.tv_nsec;
+}
+
+bool is_below(const std::filesystem::path& path, const std::filesystem::path& dir) {
+    auto p = path.begin();
+    for (auto d = dir.begin(); d != dir.end(); ++d, ++p) {
+        if (d->empty() && std::next(d) == dir.end()) {
+            return true;  // a trailing separator
+        }
+        if (p == path.end() || *p != *d) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Whether the header's times leave open what the compiler read.
+bool is_racy(const struct stat& st, std::int64_t compile_start_ns, std::int64_t recorded_ns) {
+    const std::int64_t changed = std::max(ns_of(st.st_mtim), ns_of(st.st_ctim));
+    if (changed > recorded_ns + k_ns_per_second) {
+        return false;  // from the future: the clocks disagree, the times say nothing
+    }
+    const bool whole_seconds = st.st_mtim.tv_nsec == 0 && st.st_ctim.tv_nsec == 0;
+    const std::int64_t tick = whole_seconds ? k_coarse_tick_ns : 0;
+    return changed + tick >= compile_start_ns;
+}
+
+// One dependency token of a rule line, unescaped; `i` moves past it.
+std::string next_token(std::string_view line, std::size_t& i) {
+    std::string token;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') {
+        const char c = line[i];
+        if (c == '\\' && i + 1 < line.size() && (line[i + 1] == ' ' || line[i + 1] == '#')) {
+            token += line[i + 1];
+            i += 2;
+        } else if (c == '$' && i + 1 < line.size() && line[i + 1] == '$') {
+            token += '$';
+            i += 2;
+        } else {
+            token += c;
+            ++i;
+        }
+    }
+    return token;
+}
+
+// The position just after the colon that ends a rule's targets, or npos. A
+// colon followed by a separator or the line's end; "C:\x"-style drive
+// letters do not occur on the systems we run on.
+std::size_t rule_colon(std::string_view line) {
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\\') {
+            ++i;
+        } else if (line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' ' ||
+                                      line[i + 1] == '\t')) {
+            return i + 1;
+        }
+    }
+    return std::string_view::npos;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_depfile(std::string_view text) {
+    // Join continuation lines ("\\\n") into logical lines.
+    std::vector<std::string> lines(1);
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+            lines.back() += ' ';
+            ++i;
+        } else if (text[i] == '\\' && i + 2 < text.size() && text[i + 1] == '\r' &&
+                   text[i + 2] == '\n') {
+            lines.back() += ' ';
+            i += 2;
+        } else if (text[i] == '\n') {
+            lines.emplace_back();
+        } else {
+            lines.back() += text[i];
+        }
+    }
+    std::vector<std::string> dependencies;
+    for (const std::string& line : lines) {
+        std::size_t i = rule_colon(line);
+        if (i == std::string_view::npos) {
+            continue;
+        }
+        while (i < line.size()) {
+            if (line[i] == ' ' || line[i] == '\t' || line[i] == '\r') {
+                ++i;
+                continue;
+            }
+            std::string token = next_token(line, i);
+            if (!token.empty()) {
+                dependencies.push_back(std::move(token));
+            }
+        }
+    }
+    return dependencies;
+}
+
+std::int64_t filesystem_now_ns() noexcept {
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    return ns_of(now);
+}
+
+std::vector<HeaderRecord> record_headers(const std::vector<std::string>& dependencies,
+                                         const HeaderFilter& filter,
+                                         std::int64_t compile_start_ns) {
+    std::vector<std::filesystem::path> skip_dirs;
+    for (const auto& dir : filter.skip_dirs) {
+        skip_dirs.push_back(dir.lexically_normal());
+        std::error_code error;
+        const auto real = std::filesystem::canonical(dir, error);
+        if (!error) {
+            skip_dirs.push_back(real);
+        }
+    }
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const std::int64_t recorded_ns = ns_of(now);
+
+    std::vector<HeaderRecord> records;
+    std::set<std::string> seen;
+    for (const std::string& dependency : dependencies) {
+        std::filesystem::path path(dependency);
+        if (path.is_relative()) {
+            path = filter.working_dir / path;
+        }
+        const std::filesystem::path normal = path.lexically_normal();
+        if (normal == filter.source.lexically_normal() ||
+            std::any_of(skip_dirs.begin(), skip_dirs.end(),
+                        [&](const auto& dir) { return is_below(normal, dir); }) ||
+            !seen.insert(path.string()).second) {
+            continue;
+        }
+        HeaderRecord record;
+        record.path = path.string();
+        util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC));
+        struct stat st {};
+        if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            records.push_back(std::move(record));  // no hash: rebuilt next time
+            continue;
+        }
+        record.size = static_cast<std::uint64_t>(st.st_size);
+        record.mtime_ns = ns_of(st.st_mtim);
+        record.ctime_ns = ns_of(st.st_ctim);
+        if (!is_racy(st, compile_start_ns, recorded_ns)) {
+            record.sha256 = file_sha256(file.get(), st).value_or("");
+        }
+        records.push_back(std::move(record));
+    }
+    return records;
+}
+
+std::string check_headers(const std::vector<HeaderRecord>& headers) {
+    // Headers come in few directories (a hundred libc headers in a dozen):
+    // open each directory once and stat its headers by name, instead of
+    // walking every header's whole path. Plain string work: this is on the
+    // path of every cache hit.
+    std::vector<std::pair<std::string_view, util::Fd>> dirs;
+    for (const HeaderRecord& header : headers) {
+        if (header.sha256.empty()) {
+            return "header " + header.path + " changed while it was being compiled";
+        }
+        const std::string_view path(header.path);
+        const std::size_t slash = path.rfind('/');
+        const std::string_view dir_name = slash == 0 ? "/" : path.substr(0, slash);
+        auto dir = std::find_if(dirs.begin(), dirs.end(),
+                                [&](const auto& item) { return item.first == dir_name; });
+        if (dir == dirs.end()) {
+            util::Fd fd(::open(std::string(dir_name).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+            dirs.emplace_back(dir_name, std::move(fd));
+            dir = dirs.end() - 1;
+        }
+        struct stat st {};
+        const bool by_name = dir->second.valid() && slash != std::string_view::npos;
+        const char* name = by_name ? header.path.c_str() + slash + 1 : header.path.c_str();
+        if (::fstatat(by_name ? dir->second.get() : AT_FDCWD, name, &st, 0) != 0) {
+            return "header " + header.path + " is gone";
+        }
+        if (static_cast<std::uint64_t>(st.st_size) == header.size &&
+            ns_of(st.st_mtim) == header.mtime_ns && ns_of(st.st_ctim) == header.ctime_ns) {
+            continue;
+        }
+        const util::Fd file(::open(header.path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            return "header " + header.path + " cannot be read";
+        }
+        if (file_sha256(file.get(), st) != header.sha256) {
+            return "header " + header.path + " changed";
+        }
+    }
+    return {};
+}
+
+void merge_headers(std::vector<HeaderRecord>& headers, const std::vector<HeaderRecord>& more) {
+    std::set<std::string> present;
+    for (const HeaderRecord& header : headers) {
+        present.insert(header.path);
+    }
+    for (const HeaderRecord& header : more) {
+        if (present.insert(header.path).second) {
+            headers.push_back(header);
+        }
+    }
+}
+
+}  // namespace opweave::cache

@@ -1,0 +1,176 @@
+"""Precompiled preludes: which one a module may use, and building them in the
+background (see :mod:`opweave.link.c.cmodule`).
+
+The C++ core decides whether a compile uses a prelude (it must be built,
+verified, and the compiler must be GCC without a launcher); it reports a
+prelude that was missing, and this module builds it in a daemon thread, at
+most one per prelude and process, so that the compiles after this one are
+faster. At exit the interpreter waits a little for such builds, so that a
+short script still leaves the prelude for the next process, unless the exit
+follows an interrupt: then the builds are cancelled and their compilers
+killed at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from opweave import _core
+
+_log = logging.getLogger("opweave")
+
+#: The prelude of modules that include NumPy's array header.
+NUMPY_PRELUDE = (
+    "#define PY_SSIZE_T_CLEAN\n"
+    "#include <Python.h>\n"
+    "#include <numpy/arrayobject.h>\n"
+    "#include <numpy/arrayscalars.h>\n"
+    "#include <math.h>\n"
+)
+#: The prelude of the other modules: the two lines every generated module
+#: starts with.
+PYTHON_PRELUDE = "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
+
+# How long the interpreter waits at exit for prelude builds still running.
+_EXIT_WAIT_SECONDS = 10.0
+
+_lock = threading.Lock()  # guards the collections below
+_builds: dict[tuple[str, str], threading.Thread] = {}  # (cache root, key) -> build in flight
+_failed: set[tuple[str, str]] = set()  # builds that failed in this process
+_state = {"exit_hook": False, "interrupted": False}
+
+
+def choose(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest:
+    """NumPy's prelude for a module whose headers include NumPy's array
+    header (found through the job), else Python's. The NumPy prelude must not
+    make NumPy's names (some unprefixed macros such as DEPRECATE) visible to
+    a module that did not ask for them."""
+    from opweave.link.c.cmodule import numpy_abi_key, python_abi_key
+
+    names = {header.strip().strip('<>"') for header in headers}
+    if "numpy/arrayobject.h" in names:
+        import numpy
+
+        if numpy.get_include() in job.include_dirs:
+            return _core.PreludeRequest(NUMPY_PRELUDE, f"{python_abi_key()};{numpy_abi_key()}")
+    return _core.PreludeRequest(PYTHON_PRELUDE, python_abi_key())
+
+
+def start_build(
+    cache: _core.ModuleCache, compiler: _core.SystemCompiler, request: _core.ModuleRequest
+) -> None:
+    """Starts building ``request.prelude`` in a daemon thread, unless this
+    process already builds it or failed to. Other processes are kept out by
+    the key's lock in the cache."""
+    prelude = request.prelude
+    key = _core.prelude_key(compiler, request.job, prelude.header_text, prelude.extra)
+    build = (str(cache.root), key)
+    with _lock:
+        if build in _builds or build in _failed:
+            return
+        thread = threading.Thread(
+            target=_build,
+            args=(cache, compiler, _copy(request), build),
+            name=f"opweave-prelude-{key[:12]}",
+            daemon=True,
+        )
+        _builds[build] = thread
+        if not _state["exit_hook"]:
+            atexit.register(_at_exit)
+            _state["exit_hook"] = True
+        thread.start()
+    _log.debug("building precompiled prelude %s in the background", key[:12])
+
+
+def wait_for_prelude_builds(timeout: float | None = None) -> bool:
+    """Waits for the prelude builds this process started; returns whether
+    none is still running (at most ``timeout`` seconds, if given)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _lock:
+            running = list(_builds.values())
+        if not running:
+            return True
+        for thread in running:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(left)
+            if thread.is_alive():
+                return False
+
+
+def note_interrupt() -> None:
+    """Records that a compile of this process was interrupted, so that exit
+    does not wait for background builds."""
+    _state["interrupted"] = True
+
+
+def _interrupted() -> bool:
+    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    return _state["interrupted"] or isinstance(last, KeyboardInterrupt)
+
+
+def _at_exit() -> None:
+    if _interrupted():
+        _core.cancel_builds()  # their compilers are killed; nothing to wait for
+        return
+    wait_for_prelude_builds(_EXIT_WAIT_SECONDS)
+
+
+def _copy(request: _core.ModuleRequest) -> _core.ModuleRequest:
+    """A request the thread owns: the caller may change its objects."""
+    job = _core.CompileJob()
+    job.flags = list(request.job.flags)
+    job.include_dirs = list(request.job.include_dirs)
+    job.opt_level = request.job.opt_level
+    job.debug_info = request.job.debug_info
+    copy = _core.ModuleRequest()
+    copy.job = job
+    copy.covered_header_dirs = list(request.covered_header_dirs)
+    copy.prelude = _core.PreludeRequest(request.prelude.header_text, request.prelude.extra)
+    return copy
+
+
+def _build(
+    cache: _core.ModuleCache,
+    compiler: _core.SystemCompiler,
+    request: _core.ModuleRequest,
+    build: tuple[str, str],
+) -> None:
+    """The background thread's body: builds the prelude (the binding
+    releases the GIL); a failure only means that modules compile without it."""
+    key = build[1]
+    try:
+        built = _core.build_prelude(cache, compiler, request)
+        _log.info(
+            "built precompiled prelude %s (%s) in %.2f s: %s",
+            key[:12],
+            built.entry.label,
+            built.entry.compile_seconds,
+            built.outcome,
+        )
+    except Exception as error:  # any failure only disables the prelude
+        _log.info(
+            "precompiled prelude %s not built; modules compile without it: %s", key[:12], error
+        )
+        with _lock:
+            _failed.add(build)
+    finally:
+        with _lock:
+            _builds.pop(build, None)
+
+
+def _reset_after_fork() -> None:
+    """A forked child has none of its parent's threads: forget their builds."""
+    global _lock
+    _lock = threading.Lock()
+    _builds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
