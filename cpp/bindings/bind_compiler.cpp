@@ -134,8 +134,7 @@ void init_request(py::module_& m) {
         .def_property_readonly("outcome",
                                [](const BuiltModule& b) { return outcome_name(b.outcome); })
         .def_readonly("compile_seconds", &BuiltModule::compile_seconds)
-        .def_readonly("events", &BuiltModule::events)
-        .def_readonly("prelude_missing", &BuiltModule::prelude_missing);
+        .def_readonly("events", &BuiltModule::events);
 }
 
 // Requests are copied while the GIL is held, so another thread may change
@@ -152,8 +151,10 @@ void init_prelude(py::module_& m) {
           "The text the prelude key is hashed from.");
     m.def("prelude_include_flags", &prelude_include_flags, py::arg("entry_dir"),
           "The unkeyed flags that make a compile use the prelude in `entry_dir`.");
-    m.def("find_prelude", &find_prelude, py::arg("cache"), py::arg("key"),
-          py::call_guard<py::gil_scoped_release>(),
+    m.def(
+        "find_prelude",
+        [](ModuleCache& cache, const std::string& key) { return find_prelude(cache, key); },
+        py::arg("cache"), py::arg("key"), py::call_guard<py::gil_scoped_release>(),
           "The verified prelude entry, or None (a damaged one is quarantined).");
     m.def(
         "build_prelude",
@@ -182,15 +183,21 @@ void init_compiler(py::module_& m) {
           py::arg("extra") = "", "The key material of a module, minus its source, as text.");
     m.def(
         "build_module",
-        [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request) {
-            return PythonMonitor::run([&](BuildMonitor* monitor) {
-                return build_module(cache, compiler, request, monitor);
-            });
+        [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request,
+           py::object on_prelude_missing) {
+            return PythonMonitor::run(
+                [&](BuildMonitor* monitor) {
+                    return build_module(cache, compiler, request, monitor);
+                },
+                std::move(on_prelude_missing));
         },
         py::arg("cache"), py::arg("compiler"), py::arg("request"),
+        py::arg("on_prelude_missing") = py::none(),
         "The verified BuiltModule for `request`, compiled into the cache on a miss.\n"
-        "Raises CompileError on a failed compile, LockTimeout, CacheError, and\n"
-        "KeyboardInterrupt (or whatever a signal handler raises) when interrupted.");
+        "Calls on_prelude_missing(request) (if given) just before a compile that\n"
+        "could use request.prelude, which is not built yet. Raises CompileError on\n"
+        "a failed compile, LockTimeout, CacheError, and KeyboardInterrupt (or\n"
+        "whatever a signal handler raises) when interrupted.");
 }
 
 }  // namespace opweave::bindings

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <string>
 
+#include "opweave/module_builder.hpp"
+
 namespace py = pybind11;
 
 namespace opweave::bindings {
@@ -38,6 +40,18 @@ void PythonMonitor::waiting_for_lock(const std::filesystem::path& lock_path, lon
                           key.substr(0, 16), holder_pid, waited_seconds, lock_path.string());
     } catch (py::error_already_set& error) {
         error.discard_as_unraisable("opweave: logging a lock wait");
+    }
+}
+
+void PythonMonitor::prelude_missing(const ModuleRequest& request) {
+    py::gil_scoped_acquire gil;
+    if (m_on_prelude_missing.is_none()) {
+        return;
+    }
+    try {
+        m_on_prelude_missing(request);
+    } catch (py::error_already_set& error) {
+        error.discard_as_unraisable("opweave: starting a prelude build");
     }
 }
 

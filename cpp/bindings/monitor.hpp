@@ -25,9 +25,14 @@ namespace opweave::bindings {
 
 class PythonMonitor final : public BuildMonitor {
 public:
+    // `on_prelude_missing`: None, or a callable taking a ModuleRequest.
+    explicit PythonMonitor(pybind11::object on_prelude_missing = pybind11::none())
+        : m_on_prelude_missing(std::move(on_prelude_missing)) {}
+
     bool interrupted() override;
     void waiting_for_lock(const std::filesystem::path& lock_path, long holder_pid,
                           double waited_seconds) override;
+    void prelude_missing(const ModuleRequest& request) override;
 
     // Throws the Python exception that made interrupted() return true, if
     // there is one. Call with the GIL held.
@@ -36,8 +41,8 @@ public:
     // Runs `call(monitor)` with the GIL released; an Interrupted from it
     // becomes the Python exception that caused it.
     template <typename Call>
-    static auto run(Call&& call) {
-        PythonMonitor monitor;
+    static auto run(Call&& call, pybind11::object on_prelude_missing = pybind11::none()) {
+        PythonMonitor monitor(std::move(on_prelude_missing));
         try {
             pybind11::gil_scoped_release release;
             return call(&monitor);
@@ -48,6 +53,7 @@ public:
     }
 
 private:
+    pybind11::object m_on_prelude_missing;
     std::optional<pybind11::error_already_set> m_error;
 };
 

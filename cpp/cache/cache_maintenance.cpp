@@ -229,29 +229,29 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
     return result;
 }
 
-std::size_t ModuleCache::sweep() {
-    const cache::Places places = cache::open_places(m_root, nullptr);
+std::size_t ModuleCache::sweep() { return cache::sweep(cache::open_places(m_root, nullptr), nullptr); }
+
+namespace cache {
+
+std::size_t sweep(const Places& places, std::vector<CacheEvent>* events) {
     std::size_t removed = 0;
-    if (const auto tmp = open_trusted(places.version, cache::k_tmp_dir)) {
-        removed += StagingDir::sweep(tmp->fd(), k_staging_grace_seconds);
-    }
-    if (const auto trash = open_trusted(places.version, cache::k_trash_dir)) {
-        remove_all(*trash, removed);
-    }
-    if (const auto quarantine = open_trusted(places.version, cache::k_quarantine_dir)) {
-        trim_quarantine(*quarantine, removed);
-    }
-    if (const auto locks = open_trusted(places.version, cache::k_locks_dir)) {
-        for (const std::string& name : locks->list()) {
-            // A lock file left by a killed builder: free, so take and remove it.
-            try {
-                FileLock orphan(locks->fd(), name, locks->path_of(name));
-                if (orphan.try_acquire()) {
-                    orphan.release_and_remove();
-                }
-            } catch (const CacheError&) {
-                // Vanished or unreadable: nothing to clean.
+    // Each layout directory is checked (and repaired: a symlink in its
+    // place is removed, never followed) before anything in it is touched.
+    const util::Dir tmp = require_layout_dir(places.version, k_tmp_dir, events);
+    removed += StagingDir::sweep(tmp.fd(), k_staging_grace_seconds);
+    remove_all(require_layout_dir(places.version, k_trash_dir, events), removed);
+    trim_quarantine(require_layout_dir(places.version, k_quarantine_dir, events), removed);
+    require_layout_dir(places.version, k_failed_dir, events);
+    const util::Dir locks = require_layout_dir(places.version, k_locks_dir, events);
+    for (const std::string& name : locks.list()) {
+        // A lock file left by a killed builder: free, so take and remove it.
+        try {
+            FileLock orphan(locks.fd(), name, locks.path_of(name));
+            if (orphan.try_acquire()) {
+                orphan.release_and_remove();
             }
+        } catch (const CacheError&) {
+            // Vanished or unreadable: nothing to clean.
         }
     }
     for (const std::string& name : places.root.list()) {
@@ -261,5 +261,7 @@ std::size_t ModuleCache::sweep() {
     }
     return removed;
 }
+
+}  // namespace cache
 
 }  // namespace opweave

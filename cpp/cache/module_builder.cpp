@@ -72,19 +72,20 @@ void name_library_after_content(const std::filesystem::path& staging) {
     std::filesystem::rename(staged, named);
 }
 
-// The prelude the module may use: its entry, or nothing (then `missing` says
-// whether it could have used one that is not built yet).
+// The prelude the module may use: its entry, or nothing (and `monitor` is
+// told when it could have used one that is not built yet).
 std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler,
                                     const ModuleRequest& request, const CompileJob& job,
-                                    bool& missing) {
-    missing = false;
+                                    BuildMonitor* monitor, std::vector<CacheEvent>& events) {
     if (!request.prelude || !supports_prelude(compiler)) {
         return std::nullopt;
     }
     const std::string key =
         prelude_key(compiler, job, request.prelude->header_text, request.prelude->extra);
-    std::optional<Entry> entry = find_prelude(cache, key);
-    missing = !entry;
+    std::optional<Entry> entry = find_prelude(cache, key, &events);
+    if (!entry && monitor != nullptr) {
+        monitor->prelude_missing(request);
+    }
     return entry;
 }
 
@@ -141,14 +142,14 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     const CompileJob job = cache::absolute_dirs(request.job);
     const std::string key = module_key(request.source, compiler, job, request.extra);
     const std::filesystem::path entry_dir = cache.entry_dir(key);
-    bool prelude_missing = false;
+    std::vector<CacheEvent> prelude_events;
     const BuildFn build = [&](const std::filesystem::path& staging) {
         CompileJob staged = job;
         staged.source = staging / k_source_name;
         staged.output = staging / k_staged_library;
         staged.depfile = staging / k_depfile_name;
         const std::optional<Entry> prelude =
-            usable_prelude(cache, compiler, request, job, prelude_missing);
+            usable_prelude(cache, compiler, request, job, monitor, prelude_events);
         staged.unkeyed_flags =
             prelude ? prelude_include_flags(prelude->dir) : std::vector<std::string>{};
         util::write_file_atomic(staged.source, request.source);
@@ -182,7 +183,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     built.outcome = result.outcome;
     built.compile_seconds = result.entry.compile_seconds;
     built.events = std::move(result.events);
-    built.prelude_missing = prelude_missing && result.outcome == Outcome::built;
+    built.events.insert(built.events.end(), prelude_events.begin(), prelude_events.end());
     if (built.library.empty()) {
         throw CacheError("cache entry " + built.dir.string() + " holds no library", built.dir);
     }

@@ -353,8 +353,9 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
     if (check.state == EntryState::stale) {
         result.events.push_back({CacheEvent::Kind::stale, shard.path_of(key), check.problem});
     }
-    // A miss is rare and costs a compile: clean up after killed builds now.
-    sweep();
+    // A miss is rare and costs a compile: clean up after killed builds now
+    // (and check every layout directory on the way).
+    cache::sweep(places, &result.events);
 
     {
         const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);

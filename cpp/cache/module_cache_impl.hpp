@@ -37,6 +37,10 @@ std::string shard_name(std::string_view key);
 // A name for something moved aside: "<key>.<pid>.<random>".
 std::string unique_name(std::string_view key);
 
+// ModuleCache::sweep() in `places`, with repairs of the layout reported to
+// `events` (if given).
+std::size_t sweep(const Places& places, std::vector<CacheEvent>* events);
+
 // Moves `name` out of `from` into trash/ and removes it there. Returns
 // whether there was something to remove; false (not an exception) when it
 // cannot be moved, such as another user's directory.

@@ -102,8 +102,9 @@ std::vector<std::string> prelude_include_flags(const std::filesystem::path& entr
     return {"-include", (entry_dir / k_prelude_header_name).string()};
 }
 
-std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key) {
-    std::optional<Entry> entry = cache.lookup(key);
+std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
+                                  std::vector<CacheEvent>* events) {
+    std::optional<Entry> entry = cache.lookup(key, events);
     if (entry && entry->file_ending(std::string(k_prelude_header_name) + k_gch_suffix).empty()) {
         return std::nullopt;  // not a prelude
     }

@@ -10,6 +10,8 @@
 
 namespace opweave {
 
+struct ModuleRequest;
+
 class BuildMonitor {
 public:
     virtual ~BuildMonitor() = default;
@@ -29,6 +31,12 @@ public:
         (void)holder_pid;
         (void)waited_seconds;
     }
+
+    // Called by build_module() when it is about to compile `request`
+    // without the prelude the request allows, because that prelude is not
+    // built yet: the caller may build it (build_prelude(), best in the
+    // background, in parallel with this compile) for the compiles after.
+    virtual void prelude_missing(const ModuleRequest& request) { (void)request; }
 
     static constexpr double k_report_wait_seconds = 1.0;
 };

@@ -72,10 +72,6 @@ struct BuiltModule {
     double compile_seconds = 0.0;
     // What was found wrong on disk (and done about it) on the way.
     std::vector<CacheEvent> events;
-    // True when this call compiled the module without its prelude because
-    // the prelude is not built yet: the caller may build_prelude() it (in
-    // the background) for the compiles after this one.
-    bool prelude_missing = false;
 };
 
 // The text the key of a module compiled by `compiler` with `job` is hashed
@@ -92,7 +88,7 @@ std::string module_key(std::string_view source, const Compiler& compiler, const 
 
 // Returns the module for `request`, verified, compiling it on a miss, with
 // the prelude when it is built (and, if a compile with the prelude fails,
-// once more without it). On a compile failure the source is kept at
+// once more without it; when it is not built, `monitor` is told). On a compile failure the source is kept at
 // `<cache root>/v2/failed/<key>.cpp` and the CompileError names that path.
 // Throws LockTimeout, Interrupted (polling `monitor`) and CacheError like
 // ModuleCache::get_or_build.

@@ -64,9 +64,11 @@ std::string prelude_key(const Compiler& compiler, const CompileJob& job,
 std::vector<std::string> prelude_include_flags(const std::filesystem::path& entry_dir);
 
 // The verified entry of prelude `key` if it is published, found without a
-// lock (a damaged one is quarantined, and reported missing). Throws
-// std::invalid_argument for a malformed key.
-std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key);
+// lock (a damaged one is quarantined, and reported missing; what was found
+// goes to `events` if given). Throws std::invalid_argument for a malformed
+// key.
+std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
+                                  std::vector<CacheEvent>* events = nullptr);
 
 // Returns the prelude entry of `request.prelude` for `request.job`, building
 // it on a miss with the same protocol as build_module (the key's lock, a

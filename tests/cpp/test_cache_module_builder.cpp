@@ -137,36 +137,47 @@ OPWEAVE_TEST(library_is_named_after_its_content_and_metadata_describes_it) {
     CHECK(contains(entries[0].command, built.dir.string()));
 }
 
+// Counts what build_module tells it.
+struct RecordingMonitor : BuildMonitor {
+    int missing = 0;
+    void prelude_missing(const ModuleRequest& request) override {
+        CHECK(request.prelude.has_value());
+        ++missing;
+    }
+};
+
 OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));
     FakeCompiler compiler(k_gcc_version);
+    RecordingMonitor monitor;
 
-    const BuiltModule first = build_module(cache, compiler, request_for("int x;", true));
+    const BuiltModule first = build_module(cache, compiler, request_for("int x;", true), &monitor);
     CHECK(first.outcome == Outcome::built);
-    CHECK(first.prelude_missing);
+    CHECK_EQ(monitor.missing, 1);
     CHECK(compiler.jobs.at(0).unkeyed_flags.empty());
 
     const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
     CHECK(prelude.outcome == Outcome::built);
 
     // Built without the prelude, found with it: the same entry, no compile.
-    const BuiltModule again = build_module(cache, compiler, request_for("int x;", true));
+    const BuiltModule again = build_module(cache, compiler, request_for("int x;", true), &monitor);
     CHECK(again.outcome == Outcome::hit);
-    CHECK(!again.prelude_missing);
     CHECK_EQ(again.library, first.library);
 
     // A new module compiles with it.
-    const BuiltModule second = build_module(cache, compiler, request_for("int y;", true));
-    CHECK(second.outcome == Outcome::built && !second.prelude_missing);
+    const BuiltModule second =
+        build_module(cache, compiler, request_for("int y;", true), &monitor);
+    CHECK(second.outcome == Outcome::built);
+    CHECK_EQ(monitor.missing, 1);
     const std::vector<std::string> expected = prelude_include_flags(prelude.entry.dir);
     CHECK(compiler.jobs.back().unkeyed_flags == expected);
     CHECK(contains(command_of(cache, second.key), "-include"));
 
     // Not for a compiler that cannot use one.
     FakeCompiler other("fakecxx 2\n");
-    const BuiltModule plain = build_module(cache, other, request_for("int z;", true));
-    CHECK(!plain.prelude_missing && other.jobs.back().unkeyed_flags.empty());
+    build_module(cache, other, request_for("int z;", true), &monitor);
+    CHECK(monitor.missing == 1 && other.jobs.back().unkeyed_flags.empty());
 }
 
 OPWEAVE_TEST(failed_compile_with_the_prelude_is_retried_without_it) {

@@ -98,3 +98,52 @@ def test_cache_error_is_reported_not_raised(tmp_path: Path) -> None:
 def test_bad_size_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli("cache", "prune", "--max-size", "lots", cache=tmp_path / "c")
     assert result.returncode == 2 and "not a size" in result.stderr
+
+
+def test_verify_reports_bad_entries_and_repair_quarantines_them(isolated_cache: Path) -> None:
+    from support.helpers import run_graph
+
+    run_graph(isolated_cache, "vtv:1")
+    run_graph(isolated_cache, "vtv:2")
+    clean = run_cli("cache", "verify", cache=isolated_cache)
+    assert clean.returncode == 0, clean.stdout
+    assert "0 bad" in clean.stdout
+    [library] = sorted(isolated_cache.glob("v2/entries/*/*/module-*.so"))[:1]
+    library.write_bytes(library.read_bytes()[:100])
+    bad = run_cli("cache", "verify", cache=isolated_cache)
+    assert bad.returncode == 1
+    assert f"BAD   {library.parent}" in bad.stdout and "has 100 bytes" in bad.stdout
+    assert "--repair" in bad.stdout
+    as_json = json.loads(run_cli("cache", "verify", "--json", cache=isolated_cache).stdout)
+    assert [p["path"] for p in as_json["problems"]] == [str(library.parent)]
+    repaired = run_cli("cache", "verify", "--repair", cache=isolated_cache)
+    assert repaired.returncode == 0 and "(quarantined)" in repaired.stdout
+    assert not library.parent.exists()
+    assert run_cli("cache", "verify", cache=isolated_cache).returncode == 0
+
+
+def test_info_and_list_describe_what_function_compiled(isolated_cache: Path) -> None:
+    from support.helpers import run_graph
+
+    run_graph(isolated_cache, "vtv:1")
+    run_graph(isolated_cache, "vtv:1")
+    info = run_cli("cache", "info", cache=isolated_cache).stdout
+    assert "(1 module, 1 prelude)" in info
+    # The module and its prelude were built; the second run hit the module.
+    assert "hits:             1  misses: 2  builds: 2" in info
+    listing = run_cli("cache", "list", cache=isolated_cache).stdout.splitlines()
+    assert listing[0].split() == ["KEY", "KIND", "SIZE", "AGE", "IDLE", "WHAT"]
+    [module] = [line for line in listing if " module " in line]
+    assert module.endswith("VectorTimesVector")
+    [prelude] = [line for line in listing if " prelude " in line]
+    assert "precompiled Python.h numpy/arrayobject.h" in prelude
+
+
+def test_the_console_script_is_installed_and_says_opweave() -> None:
+    import shutil
+
+    script = shutil.which("opweave")
+    assert script is not None
+    result = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("usage: opweave ")
+    assert run_cli("--help").stdout.startswith("usage: opweave ")

@@ -109,3 +109,28 @@ def module_request(source: str, job: Any = None, extra: str = "test") -> Any:
     request.job = job if job is not None else _core.CompileJob()
     request.extra = extra
     return request
+
+
+GRAPH_WORKER = Path(__file__).with_name("graph_worker.py")
+
+
+def run_graph(
+    cache: Path | str,
+    graph: str,
+    mode: str = "C",
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> dict[str, Any]:
+    """Runs graph_worker.py in a fresh process and returns its JSON report;
+    fails the test (showing the output) if the process does not exit 0."""
+    import os
+
+    full_env = dict(os.environ)
+    full_env.pop("OPWEAVE_FLAGS", None)
+    full_env.update(env or {})
+    result = run_command(
+        [sys.executable, str(GRAPH_WORKER), str(cache), mode, graph], timeout=timeout, env=full_env
+    )
+    assert result.returncode == 0, describe(result)
+    return json.loads(result.stdout.strip().splitlines()[-1])

@@ -2,10 +2,11 @@
 background (see :mod:`opweave.link.c.cmodule`).
 
 The C++ core decides whether a compile uses a prelude (it must be built,
-verified, and the compiler must be GCC without a launcher); it reports a
-prelude that was missing, and this module builds it in a daemon thread, at
-most one per prelude and process, so that the compiles after this one are
-faster. At exit the interpreter waits a little for such builds, so that a
+verified, and the compiler must be GCC without a launcher); just before a
+compile that could have used a prelude not built yet, it calls back
+(:func:`starter`), and this module builds that prelude in a daemon thread,
+at most one per prelude and process, in parallel with the compile, so that
+the compiles after it are faster. At exit the interpreter waits a little for such builds, so that a
 short script still leaves the prelude for the next process, unless the exit
 follows an interrupt: then the builds are cancelled and their compilers
 killed at once.
@@ -19,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from opweave import _core
 
@@ -60,6 +61,14 @@ def choose(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeReques
         if numpy.get_include() in job.include_dirs:
             return _core.PreludeRequest(NUMPY_PRELUDE, f"{python_abi_key()};{numpy_abi_key()}")
     return _core.PreludeRequest(PYTHON_PRELUDE, python_abi_key())
+
+
+def starter(
+    cache: _core.ModuleCache, compiler: _core.SystemCompiler
+) -> Callable[[_core.ModuleRequest], None]:
+    """The callback build_module calls just before a compile that could use
+    a prelude not built yet: it starts that prelude's build."""
+    return lambda request: start_build(cache, compiler, request)
 
 
 def start_build(

@@ -269,7 +269,7 @@ def _build(
     configured one) or, if that cache cannot be used, from a private one."""
     try:
         cache = cache or get_module_cache()
-        built = _core.build_module(cache, compiler, request)
+        built = _core.build_module(cache, compiler, request, _prelude.starter(cache, compiler))
     except LockTimeout:
         raise
     except CacheError as error:
@@ -285,8 +285,6 @@ def _build(
             _prelude.note_interrupt()
         raise
     _report(built, request)
-    if built.prelude_missing:
-        _prelude.start_build(cache, compiler, request)
     return cache, built
 
 

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.dot_module import DEMO_MODULE_NAME, DEMO_SOURCE, run_in_fresh_process
 
 import opweave
+import opweave.configparser
 from opweave.link.c import cmodule
 
 
@@ -57,3 +61,55 @@ def test_python_abi_key_names_this_interpreter() -> None:
     key = cmodule.python_abi_key()
     assert sys.implementation.cache_tag in key
     assert f"{sys.hexversion:x}" in key
+
+
+def test_each_compile_is_logged_at_info_with_key_ops_and_seconds(
+    isolated_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from opweave.examples.vector_times_vector import VectorTimesVector
+
+    caplog.set_level(logging.INFO, logger="opweave")
+    x, y = opweave.tensor.dvector("x"), opweave.tensor.dvector("y")
+    f = opweave.function([x, y], VectorTimesVector()(VectorTimesVector()(x, y), y))
+    [record] = [r for r in caplog.records if r.getMessage().startswith("compiled module")]
+    assert record.name == "opweave" and record.levelno == logging.INFO
+    key = Path(f.library).parent.name
+    assert re.fullmatch(
+        rf"compiled module {key[:12]} \(VectorTimesVector\) in \d+\.\d\d s", record.getMessage()
+    )
+    caplog.clear()
+    opweave.function([x, y], VectorTimesVector()(VectorTimesVector()(x, y), y))
+    assert not [r for r in caplog.records if r.getMessage().startswith("compiled module")]
+
+
+def test_the_configured_size_limit_evicts_the_least_recently_used(isolated_cache: Path) -> None:
+    from opweave.examples.vector_times_vector import VectorTimesVector
+
+    x, y = opweave.tensor.dvector("x"), opweave.tensor.dvector("y")
+
+    def chain(nodes: int) -> Any:
+        out = x
+        for _ in range(nodes):
+            out = VectorTimesVector()(out, y)
+        return opweave.function([x, y], out)
+
+    with opweave.config.change_flags(cmodule__precompiled_header=False):
+        first = chain(1)
+        size = sum(p.stat().st_size for p in Path(first.library).parent.iterdir())
+        with opweave.config.change_flags(cache__max_size=str(int(size * 2.5))):
+            libraries = [first.library] + [chain(n).library for n in (2, 3, 4)]
+            kept = {str(p) for p in isolated_cache.glob("v2/entries/*/*/module-*.so")}
+    assert kept == set(libraries[-2:])  # the two most recently built
+    cache = cmodule.get_module_cache()
+    assert cache.stats().total_bytes <= size * 2.5
+
+
+def test_sizes_in_the_configuration() -> None:
+    config = opweave.configparser.OpweaveConfig("cache__max_size=2G")
+    assert config.cache__max_size == 2 * 1024**3
+    assert opweave.configparser.OpweaveConfig("cache__max_size=1.5MiB").cache__max_size == int(
+        1.5 * 1024**2
+    )
+    assert opweave.configparser.OpweaveConfig("").cache__max_size is None
+    with pytest.raises(ValueError, match="cache__max_size: not a size"):
+        opweave.configparser.OpweaveConfig("cache__max_size=lots")

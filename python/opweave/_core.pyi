@@ -1,0 +1,700 @@
+# The stub of opweave._core (the C++ bindings), for type checkers and editors.
+# Generated from the built module: pybind11-stubgen opweave._core -o python
+# tests/python/_core/test_stub.py checks that it names everything the module has.
+"""
+opweave's C++ core: content hash, file locks, module cache and compiler driver,
+graph module assembly and the compiled-function runtime.
+"""
+from __future__ import annotations
+import collections.abc
+import os
+import pathlib
+import typing
+__all__: list[str] = ['BuiltModule', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'sha256_hex', 'supports_prelude']
+class KeyHasher:
+    """
+    Builds a cache key from typed, length-prefixed fields, so that
+    ('-I', '-O2') and ('-I-O2') give different keys.
+    """
+    def __init__(self) -> None:
+        ...
+    def add_int(self, number: typing.SupportsInt | typing.SupportsIndex) -> KeyHasher:
+        """
+        Appends a 64-bit integer field.
+        """
+    def add_list(self, items: collections.abc.Sequence[str]) -> KeyHasher:
+        """
+        Appends a list of strings as one field.
+        """
+    def add_named(self, name: str, value: str) -> KeyHasher:
+        """
+        Appends a named string field.
+        """
+    def add_text(self, text: str) -> KeyHasher:
+        """
+        Appends a string field.
+        """
+    def hex_digest(self) -> str:
+        """
+        The digest of all fields so far (64 hex characters); resets the hasher.
+        """
+class FileLockReuseError(RuntimeError):
+    pass
+class FileLock:
+    """
+    An exclusive flock(2) lock on a file, released by the kernel if
+    the holder dies. Use acquire()/release() or a `with` block. Not
+    re-entrant: acquiring it again while held raises RuntimeError.
+    """
+    @staticmethod
+    def read_holder_pid(path: os.PathLike | str | bytes) -> int:
+        """
+        The pid recorded in a lock file, or 0.
+        """
+    def __enter__(self) -> FileLock:
+        ...
+    def __exit__(self, *args) -> None:
+        ...
+    def __init__(self, path: os.PathLike | str | bytes) -> None:
+        ...
+    def acquire(self, timeout: typing.SupportsFloat | typing.SupportsIndex = -1.0) -> None:
+        """
+        Waits up to `timeout` seconds (negative: forever); raises LockTimeout.
+        Ctrl-C (any signal handler that raises) interrupts the wait.
+        """
+    def release(self) -> None:
+        """
+        Releases the lock if held.
+        """
+    def release_and_remove(self) -> None:
+        """
+        Removes the lock file, then releases the lock.
+        """
+    def try_acquire(self) -> bool:
+        """
+        Takes the lock only if it is free now; returns whether it is held.
+        """
+    @property
+    def held(self) -> bool:
+        ...
+    @property
+    def path(self) -> pathlib.Path:
+        ...
+class EntryFile:
+    """
+    A file of a cache entry, as recorded at publish.
+    """
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def sha256(self) -> str:
+        ...
+    @property
+    def size(self) -> int:
+        ...
+class HeaderRecord:
+    """
+    A header a build read, as recorded after the compile.
+    """
+    @property
+    def ctime_ns(self) -> int:
+        ...
+    @property
+    def mtime_ns(self) -> int:
+        ...
+    @property
+    def path(self) -> str:
+        ...
+    @property
+    def sha256(self) -> str:
+        ...
+    @property
+    def size(self) -> int:
+        ...
+class Entry:
+    """
+    A published cache entry, as its metadata describes it.
+    """
+    def file_ending(self, suffix: str) -> pathlib.Path:
+        """
+        The path of the first file whose name ends with `suffix`, or an empty path.
+        """
+    @property
+    def command(self) -> str:
+        ...
+    @property
+    def compile_seconds(self) -> float:
+        ...
+    @property
+    def created(self) -> float:
+        ...
+    @property
+    def dir(self) -> pathlib.Path:
+        ...
+    @property
+    def files(self) -> list[EntryFile]:
+        ...
+    @property
+    def headers(self) -> list[HeaderRecord]:
+        ...
+    @property
+    def key(self) -> str:
+        ...
+    @property
+    def key_material(self) -> str:
+        ...
+    @property
+    def kind(self) -> str:
+        ...
+    @property
+    def label(self) -> str:
+        ...
+    @property
+    def last_used(self) -> float:
+        ...
+    @property
+    def size_bytes(self) -> int:
+        ...
+class CacheEvent:
+    """
+    Something found wrong on disk, and what was done about it.
+    kind: 'quarantined', 'repaired' or 'stale'.
+    """
+    def __repr__(self) -> str:
+        ...
+    @property
+    def kind(self) -> str:
+        ...
+    @property
+    def path(self) -> pathlib.Path:
+        ...
+    @property
+    def problem(self) -> str:
+        ...
+class CacheResult:
+    """
+    What get_or_build found or built.
+    """
+    @property
+    def entry(self) -> Entry:
+        ...
+    @property
+    def events(self) -> list[CacheEvent]:
+        ...
+    @property
+    def outcome(self) -> str:
+        ...
+class CacheCounters:
+    """
+    Counters kept on disk across processes.
+    """
+    @property
+    def builds(self) -> int:
+        ...
+    @property
+    def compile_seconds(self) -> float:
+        ...
+    @property
+    def evictions(self) -> int:
+        ...
+    @property
+    def hits(self) -> int:
+        ...
+    @property
+    def misses(self) -> int:
+        ...
+    @property
+    def quarantines(self) -> int:
+        ...
+    @property
+    def saved_seconds(self) -> float:
+        ...
+class CacheStats:
+    """
+    What the cache holds, and its counters.
+    """
+    @property
+    def builds_in_flight(self) -> int:
+        ...
+    @property
+    def counters(self) -> CacheCounters:
+        ...
+    @property
+    def entries(self) -> int:
+        ...
+    @property
+    def newest_use(self) -> float:
+        ...
+    @property
+    def oldest_use(self) -> float:
+        ...
+    @property
+    def total_bytes(self) -> int:
+        ...
+class VerifyProblem:
+    """
+    One bad (or stale) entry found by verify().
+    """
+    @property
+    def path(self) -> pathlib.Path:
+        ...
+    @property
+    def problem(self) -> str:
+        ...
+    @property
+    def repaired(self) -> bool:
+        ...
+class VerifyReport:
+    """
+    What verify() checked and found.
+    """
+    @property
+    def entries_checked(self) -> int:
+        ...
+    @property
+    def problems(self) -> list[VerifyProblem]:
+        ...
+    @property
+    def stale(self) -> list[VerifyProblem]:
+        ...
+class PruneResult:
+    """
+    What prune() removed.
+    """
+    @property
+    def freed_bytes(self) -> int:
+        ...
+    @property
+    def removed(self) -> int:
+        ...
+class ModuleCache:
+    """
+    The on-disk, content-addressed cache of compiled modules.
+    Lookups take no lock and verify entries; builds take a per-key lock.
+    """
+    @staticmethod
+    def check_key(key: str) -> None:
+        ...
+    @staticmethod
+    def default_root() -> pathlib.Path:
+        ...
+    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        ...
+    def clear(self) -> int:
+        """
+        Removes every entry and resets the counters; returns how many entries.
+        """
+    def entry_dir(self, key: str) -> pathlib.Path:
+        ...
+    def evict(self, key: str) -> bool:
+        """
+        Removes one entry; returns whether it existed.
+        """
+    def flush_counters(self) -> None:
+        """
+        Writes the counters this object gathered to disk now.
+        """
+    def get_or_build(self, key: str, build: collections.abc.Callable) -> CacheResult:
+        """
+        Returns a CacheResult. On a miss, calls build(staging_dir) with the key's
+        lock held; it writes the entry's files and returns None or a dict with
+        kind, label, key_material, command and compile_seconds.
+        """
+    def keep_failed_source(self, key: str, source: str) -> pathlib.Path:
+        ...
+    def list(self) -> list[Entry]:
+        """
+        Every entry (metadata only, not verified), sorted by key.
+        """
+    def lookup(self, key: str) -> Entry | None:
+        """
+        The verified entry, or None (a damaged one is quarantined). Takes no lock.
+        """
+    def prune(self, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, older_than: typing.SupportsFloat | typing.SupportsIndex | None = None, keep: str = '') -> PruneResult:
+        """
+        Removes entries unused for `older_than` seconds, then least recently
+        used ones until the total is at most `max_total_bytes`.
+        """
+    def quarantine(self, key: str, problem: str) -> bool:
+        """
+        Moves the entry aside (it failed to load); returns whether there was one.
+        """
+    def stats(self) -> CacheStats:
+        """
+        Entry count, total size, builds in flight, last-use range and counters.
+        """
+    def sweep(self) -> int:
+        """
+        Removes what killed builds left behind; returns how many directories.
+        """
+    def verify(self, repair: bool = False) -> VerifyReport:
+        """
+        Checks every entry (files, hashes, metadata, owners, modes); with repair,
+        quarantines the bad ones. Returns a VerifyReport.
+        """
+    @property
+    def max_total_bytes(self) -> int | None:
+        ...
+    @property
+    def root(self) -> pathlib.Path:
+        ...
+class OptLevel:
+    """
+    Optimisation level: -O0 to -O3.
+    
+    Members:
+    
+      O0
+    
+      O1
+    
+      O2
+    
+      O3
+    """
+    O0: typing.ClassVar[OptLevel]
+    O1: typing.ClassVar[OptLevel]
+    O2: typing.ClassVar[OptLevel]
+    O3: typing.ClassVar[OptLevel]
+    __members__: typing.ClassVar[dict[str, OptLevel]]
+    @typing.overload
+    def __eq__(self, other: OptLevel) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: OptLevel) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class DebugInfo:
+    """
+    Whether to emit debug information (-g).
+    
+    Members:
+    
+      NO
+    
+      YES
+    """
+    NO: typing.ClassVar[DebugInfo]
+    YES: typing.ClassVar[DebugInfo]
+    __members__: typing.ClassVar[dict[str, DebugInfo]]
+    @typing.overload
+    def __eq__(self, other: DebugInfo) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: DebugInfo) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class CompileJob:
+    """
+    One source file to compile into a shared library.
+    """
+    debug_info: DebugInfo
+    opt_level: OptLevel
+    def __init__(self) -> None:
+        ...
+    @property
+    def depfile(self) -> pathlib.Path:
+        """
+        Where the compile step writes the files it read (-MD -MF), or empty.
+        """
+    @depfile.setter
+    def depfile(self, arg0: os.PathLike | str | bytes) -> None:
+        ...
+    @property
+    def flags(self) -> list[str]:
+        ...
+    @flags.setter
+    def flags(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def include_dirs(self) -> list[str]:
+        ...
+    @include_dirs.setter
+    def include_dirs(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def lib_dirs(self) -> list[str]:
+        ...
+    @lib_dirs.setter
+    def lib_dirs(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def libraries(self) -> list[str]:
+        ...
+    @libraries.setter
+    def libraries(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def output(self) -> pathlib.Path:
+        ...
+    @output.setter
+    def output(self, arg0: os.PathLike | str | bytes) -> None:
+        ...
+    @property
+    def source(self) -> pathlib.Path:
+        ...
+    @source.setter
+    def source(self, arg0: os.PathLike | str | bytes) -> None:
+        ...
+    @property
+    def unkeyed_flags(self) -> list[str]:
+        """
+        Flags for the compile step that no cache key covers (a prelude).
+        """
+    @unkeyed_flags.setter
+    def unkeyed_flags(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+class Compiler:
+    """
+    The compiler interface.
+    """
+class SystemCompiler(Compiler):
+    """
+    A real g++ or clang++, run with posix_spawnp.
+    """
+    def __init__(self, cxx: str = '', launcher: str = '', timeout: typing.SupportsFloat | typing.SupportsIndex = 600.0) -> None:
+        ...
+    def command_lines(self, job: CompileJob) -> list[list[str]]:
+        """
+        The command line(s) compile() would run.
+        """
+    def compile(self, job: CompileJob) -> dict:
+        """
+        Compiles; raises CompileError on failure.
+        """
+    def compile_header(self, job: CompileJob) -> dict:
+        """
+        Compiles the header job.source into the precompiled header job.output;
+        raises CompileError on failure.
+        """
+    def header_command_line(self, job: CompileJob) -> list[str]:
+        """
+        The command line compile_header() would run.
+        """
+    def key_material(self) -> str:
+        """
+        The compiler identity as stable text, for cache keys.
+        """
+    @property
+    def identity(self) -> dict:
+        """
+        dict(path, version, launcher): what about the compiler enters keys.
+        """
+class PreludeRequest:
+    """
+    A precompiled header a module may be compiled with.
+    """
+    extra: str
+    header_text: str
+    def __init__(self, header_text: str, extra: str = '') -> None:
+        ...
+class ModuleRequest:
+    """
+    Everything build_module needs to know about one module.
+    """
+    job: CompileJob
+    prelude: PreludeRequest | None
+    source: str
+    def __init__(self) -> None:
+        ...
+    @property
+    def covered_header_dirs(self) -> list[str]:
+        """
+        Header directories the key covers (not tracked).
+        """
+    @covered_header_dirs.setter
+    def covered_header_dirs(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def extra(self) -> str:
+        """
+        Key material beyond the job.
+        """
+    @extra.setter
+    def extra(self, arg0: str) -> None:
+        ...
+    @property
+    def label(self) -> str:
+        """
+        What it is (op names), for listings.
+        """
+    @label.setter
+    def label(self, arg0: str) -> None:
+        ...
+class BuiltModule:
+    """
+    A verified module in the cache.
+    """
+    @property
+    def compile_seconds(self) -> float:
+        ...
+    @property
+    def dir(self) -> pathlib.Path:
+        ...
+    @property
+    def events(self) -> list[CacheEvent]:
+        ...
+    @property
+    def key(self) -> str:
+        ...
+    @property
+    def library(self) -> pathlib.Path:
+        ...
+    @property
+    def outcome(self) -> str:
+        ...
+    @property
+    def source(self) -> pathlib.Path:
+        ...
+class Function:
+    """
+    Function(*, module=None, orphans=(), impl=None, unpack_single=True, fallback=None)
+    
+    A compiled function. With module=, calls run the graph module's struct (created now
+    from the orphan values); with impl=, calls run that Python callable. A graph call
+    returns the single output (unpack_single) or the list of outputs. On a failed
+    call, a keyword call or a wrong argument count, fallback(args, kwargs, error,
+    failed_block) is called and its result returned.
+    """
+    @staticmethod
+    def __new__(type, *args, **kwargs):
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    @staticmethod
+    def call_exact(*args, **kwargs):
+        """
+        call_exact(*inputs): runs the function on inputs that are already exact values of the
+        input types, without converting them or calling the fallback.
+        """
+    def __call__(self, *args, **kwargs):
+        """
+        Call self as a function.
+        """
+def assemble_module(spec: dict) -> dict:
+    """
+    Lays out a graph module from its parts. `spec` is a dict with:
+      origins: [(what, file, line)], headers: [str],
+      support_code, init_code, init_code_apply: [(text, origin)],
+      struct_blocks: [(id, members, init, cleanup)],
+      run_blocks: [(id, declare, behavior, cleanup)],
+      n_inputs, n_outputs, n_orphans: int, source_name: str,
+    where every fragment is (text, origin index or -1). Returns a dict with
+    the module `text`, its `content_key` (SHA-256) and `line_map`:
+    [(first_line, last_line, origin)]. Raises ValueError for a bad spec.
+    """
+def build_module(cache: ModuleCache, compiler: Compiler, request: ModuleRequest, on_prelude_missing: typing.Any = None) -> BuiltModule:
+    """
+    The verified BuiltModule for `request`, compiled into the cache on a miss.
+    Calls on_prelude_missing(request) (if given) just before a compile that
+    could use request.prelude, which is not built yet. Raises CompileError on
+    a failed compile, LockTimeout, CacheError, and KeyboardInterrupt (or
+    whatever a signal handler raises) when interrupted.
+    """
+def build_prelude(cache: ModuleCache, compiler: Compiler, request: ModuleRequest) -> CacheResult:
+    """
+    Returns the CacheResult of request.prelude's entry, building it on a miss.
+    Raises CompileError if the header does not compile.
+    """
+def cancel_builds() -> None:
+    """
+    Makes every compile and lock wait in progress or to come in this process stop
+    (raising Interrupted): for an interpreter that exits after an interrupt.
+    """
+def find_compiler(cxx: str = '') -> pathlib.Path:
+    """
+    The absolute path of the C++ compiler: `cxx`, else $CXX, else the
+    first of c++, g++, clang++ on PATH. Raises OpweaveError if none.
+    """
+def find_prelude(cache: ModuleCache, key: str) -> Entry | None:
+    """
+    The verified prelude entry, or None (a damaged one is quarantined).
+    """
+def module_key(source: str, compiler: Compiler, job: CompileJob, extra: str = '') -> str:
+    """
+    The cache key of `source` compiled by `compiler` with `job`.
+    """
+def module_key_material(compiler: Compiler, job: CompileJob, extra: str = '') -> str:
+    """
+    The key material of a module, minus its source, as text.
+    """
+def prelude_include_flags(entry_dir: os.PathLike | str | bytes) -> list[str]:
+    """
+    The unkeyed flags that make a compile use the prelude in `entry_dir`.
+    """
+def prelude_key(compiler: Compiler, job: CompileJob, header_text: str, extra: str = '') -> str:
+    """
+    The cache key of the prelude `header_text` for modules compiled with `job`.
+    """
+def prelude_key_material(compiler: Compiler, job: CompileJob, header_text: str, extra: str = '') -> str:
+    """
+    The text the prelude key is hashed from.
+    """
+def sha256_hex(data: bytes) -> str:
+    """
+    SHA-256 of `data` (bytes), as 64 lower-case hex characters.
+    """
+def supports_prelude(compiler: Compiler) -> bool:
+    """
+    Whether modules compiled by `compiler` can use a precompiled prelude
+    (GCC without a launcher).
+    """
+CACHE_FORMAT_VERSION: int = 2
+GRAPH_LAYOUT_VERSION: int = 1
+GRAPH_MODULE_NAME: str = 'opweave_graph'
+MODULE_LAYOUT_VERSION: int = 2
