@@ -46,10 +46,12 @@ std::string describe(const T& value) {
         }                                                                             \
     } while (0)
 
+// The values are copied: `actual` may be (a part of) a temporary, such as
+// *read_file(path), that dies at the end of its full-expression.
 #define CHECK_EQ(actual, expected)                                                       \
     do {                                                                                 \
-        const auto& opweave_a = (actual);                                                \
-        const auto& opweave_e = (expected);                                              \
+        const auto opweave_a = (actual);                                                 \
+        const auto opweave_e = (expected);                                               \
         if (!(opweave_a == opweave_e)) {                                                 \
             ::opweave_test::record_failure(                                              \
                 __FILE__, __LINE__,                                                      \

@@ -1,8 +1,11 @@
-"""The C++ unit tests (tests/cpp) build warning-free and pass under ctest.
+"""The C++ unit tests (tests/cpp) build warning-free and pass under ctest,
+with g++ and with clang++.
 
 Builds the source tree with OPWEAVE_BUILD_TESTS=ON and OPWEAVE_WERROR=ON (no
-Python bindings) into the persistent, git-ignored directory build/cpp-tests,
-so re-runs are incremental, then runs every test with ctest.
+Python bindings) into the persistent, git-ignored directory
+build/cpp-tests-<compiler>, so re-runs are incremental, then runs every test
+with ctest. (.ci/run installs clang; where it is missing, the clang++ build
+is skipped.)
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ import pytest
 from support.helpers import describe, run_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_DIR = REPO_ROOT / "build" / "cpp-tests"
 MIN_TESTS = 6
 
 
 @pytest.mark.slow
-def test_cpp_unit_tests_pass() -> None:
+@pytest.mark.parametrize("cxx", ["g++", "clang++"])
+def test_cpp_unit_tests_pass(cxx: str) -> None:
+    compiler = shutil.which(cxx)
+    if compiler is None:
+        pytest.skip(f"{cxx} is not installed (.ci/run installs it)")
+    build_dir = REPO_ROOT / "build" / f"cpp-tests-{cxx}"
     cmake = shutil.which("cmake")
     ctest = shutil.which("ctest")
     ninja = shutil.which("ninja")
@@ -33,10 +40,11 @@ def test_cpp_unit_tests_pass() -> None:
             "-S",
             str(REPO_ROOT),
             "-B",
-            str(BUILD_DIR),
+            str(build_dir),
             "-G",
             "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={ninja}",
+            f"-DCMAKE_CXX_COMPILER={compiler}",
             "-DOPWEAVE_BUILD_TESTS=ON",
             "-DOPWEAVE_WERROR=ON",
             "-DOPWEAVE_BUILD_PYTHON=OFF",
@@ -46,10 +54,10 @@ def test_cpp_unit_tests_pass() -> None:
     )
     assert configure.returncode == 0, describe(configure)
 
-    build = run_command([cmake, "--build", str(BUILD_DIR), "-j2"], timeout=1200)
+    build = run_command([cmake, "--build", str(build_dir), "-j2"], timeout=1200)
     assert build.returncode == 0, describe(build)
 
-    tests = run_command([ctest, "--test-dir", str(BUILD_DIR), "--output-on-failure"], timeout=900)
+    tests = run_command([ctest, "--test-dir", str(build_dir), "--output-on-failure"], timeout=900)
     assert tests.returncode == 0, describe(tests)
     # "100% tests passed out of 6" (CMake >= 4) or "..., 0 tests failed out of 6".
     summary = re.search(r"(\d+)% tests passed(?:, (\d+) tests? failed)? out of (\d+)", tests.stdout)
