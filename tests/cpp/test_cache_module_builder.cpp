@@ -65,6 +65,10 @@ void write_file(const fs::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
+// Lets the filesystem's clock move past the last write, so that the next
+// compile's record of that file is not "racy" (see header_manifest.hpp).
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
+
 // The command recorded in the entry of `key`.
 std::string command_of(ModuleCache& cache, const std::string& key) {
     const std::optional<Entry> entry = cache.lookup(key);
@@ -228,7 +232,7 @@ OPWEAVE_TEST(headers_are_recorded_except_covered_and_cache_ones) {
     fs::create_directories(dir / "python");
     write_file(dir / "ops" / "op.h", "#define X 1\n");
     write_file(dir / "python" / "Python.h", "/* covered */\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     FakeCompiler compiler;
     compiler.dependencies = {(dir / "ops" / "op.h").string(),
                              (dir / "python" / "Python.h").string(),
@@ -252,8 +256,7 @@ OPWEAVE_TEST(a_changed_header_rebuilds_and_replaces_the_entry) {
     ModuleCache cache(cache_options(dir));
     const fs::path header = dir / "op.h";
     write_file(header, "#define X 1\n");
-    // Recorded after a tick, so the first build's record is not racy.
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     FakeCompiler compiler;
     compiler.dependencies = {header.string()};
     compiler.output_content = "first build";
@@ -262,7 +265,7 @@ OPWEAVE_TEST(a_changed_header_rebuilds_and_replaces_the_entry) {
 
     // Same size, new content: stat data differs, the hash decides.
     write_file(header, "#define X 2\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     compiler.output_content = "second build";
     const BuiltModule second = build_module(cache, compiler, request_for("int x;"));
     CHECK(second.outcome == Outcome::built);
@@ -274,7 +277,7 @@ OPWEAVE_TEST(a_changed_header_rebuilds_and_replaces_the_entry) {
     CHECK(contains(second.events.at(0).problem, header.string()));
 
     // Touched but not changed: still a hit.
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     write_file(header, "#define X 2\n");
     CHECK(build_module(cache, compiler, request_for("int x;")).outcome == Outcome::hit);
     // Removed: rebuilt.
@@ -287,7 +290,7 @@ OPWEAVE_TEST(a_header_written_while_compiling_is_not_trusted) {
     ModuleCache cache(cache_options(dir));
     const fs::path header = dir / "op.h";
     write_file(header, "#define X 1\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     FakeCompiler compiler;
     compiler.dependencies = {header.string()};
     // Edited while the compiler runs: what it read is unknown.
@@ -295,7 +298,7 @@ OPWEAVE_TEST(a_header_written_while_compiling_is_not_trusted) {
     const BuiltModule first = build_module(cache, compiler, request_for("int x;"));
     CHECK(!cache.lookup(first.key).has_value());  // stale: rebuilt by the next build
     compiler.during_compile = nullptr;
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     const BuiltModule again = build_module(cache, compiler, request_for("int x;"));
     CHECK(again.outcome == Outcome::built);
     CHECK(build_module(cache, compiler, request_for("int x;")).outcome == Outcome::hit);
@@ -310,7 +313,7 @@ OPWEAVE_TEST(real_compile_tracks_headers_it_includes) {
     fs::create_directories(dir / "inc" / "sub");
     write_file(dir / "inc" / "answer.h", "#include \"sub/part.h\"\n#define ANSWER (40 + PART)\n");
     write_file(dir / "inc" / "sub" / "part.h", "#define PART 2\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     ModuleRequest request;
     request.source =
         "#include <answer.h>\n"
@@ -335,7 +338,7 @@ OPWEAVE_TEST(real_compile_tracks_headers_it_includes) {
     CHECK(build_module(cache, compiler, request).outcome == Outcome::hit);
 
     write_file(dir / "inc" / "sub" / "part.h", "#define PART 3\n");
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    settle();
     const BuiltModule second = build_module(cache, compiler, request);
     CHECK(second.outcome == Outcome::built);
     CHECK_EQ(call_answer(second.library), 43);

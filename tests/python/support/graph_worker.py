@@ -29,7 +29,31 @@ from opweave.graph.basic import Apply
 from opweave.link.c.op import COp
 
 
-class HeaderValue(COp):
+class ScaleBy(COp):
+    """z = x * factor(), where factor() is a C expression: the base of the
+    test ops below, which differ in where the factor comes from."""
+
+    def make_node(self, x: Any) -> Apply:
+        return Apply(self, [x], [x.type()])
+
+    def factor(self) -> str:
+        raise NotImplementedError
+
+    def c_code(self, node: Any, name: str, inp: list[str], out: list[str], sub: dict) -> str:
+        (x,), (z,) = inp, out
+        return f"""
+        Py_XDECREF({z});
+        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
+        if (!{z}) {{ {sub["fail"]} }}
+        for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
+            ((npy_float64*)PyArray_DATA({z}))[i] *= {self.factor()};
+        """
+
+    def c_code_cache_version(self) -> tuple[int]:
+        return (1,)  # never bumped: the key covers the code anyway
+
+
+class HeaderValue(ScaleBy):
     """z = x * OPW_VALUE, OPW_VALUE from opw_value.h in `header_dir`."""
 
     __props__ = ("header_dir",)
@@ -37,52 +61,26 @@ class HeaderValue(COp):
     def __init__(self, header_dir: str) -> None:
         self.header_dir = header_dir
 
-    def make_node(self, x: Any) -> Apply:
-        return Apply(self, [x], [x.type()])
-
     def c_header_dirs(self, **kwargs: Any) -> list[str]:
         return [self.header_dir]
 
     def c_headers(self, **kwargs: Any) -> list[str]:
         return ["<opw_value.h>"]
 
-    def c_code(self, node: Any, name: str, inp: list[str], out: list[str], sub: dict) -> str:
-        (x,), (z,) = inp, out
-        return f"""
-        Py_XDECREF({z});
-        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
-        if (!{z}) {{ {sub["fail"]} }}
-        for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
-            ((npy_float64*)PyArray_DATA({z}))[i] *= OPW_VALUE;
-        """
-
-    def c_code_cache_version(self) -> tuple[int]:
-        return (1,)
+    def factor(self) -> str:
+        return "OPW_VALUE"
 
 
-class Scaled(COp):
+class Scaled(ScaleBy):
     """z = x * K, K written into the C code."""
 
-    __props__ = ("factor",)
+    __props__ = ("constant",)
 
-    def __init__(self, factor: int) -> None:
-        self.factor = factor
+    def __init__(self, constant: int) -> None:
+        self.constant = constant
 
-    def make_node(self, x: Any) -> Apply:
-        return Apply(self, [x], [x.type()])
-
-    def c_code(self, node: Any, name: str, inp: list[str], out: list[str], sub: dict) -> str:
-        (x,), (z,) = inp, out
-        return f"""
-        Py_XDECREF({z});
-        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
-        if (!{z}) {{ {sub["fail"]} }}
-        for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
-            ((npy_float64*)PyArray_DATA({z}))[i] *= {self.factor};
-        """
-
-    def c_code_cache_version(self) -> tuple[int]:
-        return (1,)
+    def factor(self) -> str:
+        return str(self.constant)
 
 
 class Records(logging.Handler):
