@@ -25,21 +25,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 from opweave import _core
-from opweave.demo import DEMO_SOURCE
+
+# The tests' small hand-written extension module (a dot product).
+SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "python"
+sys.path.insert(0, str(SUPPORT))
+from support.dot_module import DEMO_SOURCE  # noqa: E402
 
 _FRESH_HIT = """
+import sys
+sys.path.insert(0, {support!r})
 import opweave
 opweave.config.compiledir = {cache!r}
-from opweave.demo import run_in_this_process
+from support.dot_module import run_in_this_process
 run = run_in_this_process()
 assert run.outcome == "hit", run.outcome
 """
 
 _COMPILE_ONE = """
+import sys
+sys.path.insert(0, {support!r})
 import opweave
 opweave.config.compiledir = {cache!r}
 from opweave.link.c.cmodule import compile_extension
-from opweave.demo import DEMO_SOURCE, DEMO_MODULE_NAME
+from support.dot_module import DEMO_SOURCE, DEMO_MODULE_NAME
 compile_extension(DEMO_SOURCE + "\\nstatic int variant_{index} = {index};\\n", DEMO_MODULE_NAME)
 """
 
@@ -76,16 +84,16 @@ def bench_lookup(scratch: Path) -> tuple[float, float]:
 
 
 def bench_cold_compile(scratch: Path, repeat: int) -> float:
-    from opweave.link.c.cmodule import extension_job, get_compiler, python_abi_key
+    from opweave.link.c.cmodule import get_compiler, module_request
 
     compiler = get_compiler()
     samples = []
     for index in range(repeat):
         cache = _core.ModuleCache(str(scratch / f"cold{index}"))
         start = time.perf_counter()
-        built = _core.build_module(cache, DEMO_SOURCE, compiler, extension_job(), python_abi_key())
+        built = _core.build_module(cache, compiler, module_request(DEMO_SOURCE, label="demo"))
         samples.append(time.perf_counter() - start)
-        assert built["outcome"] == "built"
+        assert built.outcome == "built"
     return statistics.median(samples)
 
 
@@ -93,7 +101,13 @@ def bench_parallel(scratch: Path, processes: int) -> float:
     cache = scratch / "parallel"
     start = time.perf_counter()
     children = [
-        subprocess.Popen([sys.executable, "-c", _COMPILE_ONE.format(cache=str(cache), index=i)])
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _COMPILE_ONE.format(cache=str(cache), index=i, support=str(SUPPORT)),
+            ]
+        )
         for i in range(processes)
     ]
     for child in children:
@@ -117,10 +131,13 @@ def main() -> None:
         warm = scratch / "warm"
         run_python(
             _FRESH_HIT.replace('assert run.outcome == "hit", run.outcome', "").format(
-                cache=str(warm)
+                cache=str(warm), support=str(SUPPORT)
             )
         )
-        fresh = median_seconds(lambda: run_python(_FRESH_HIT.format(cache=str(warm))), args.repeat)
+        fresh = median_seconds(
+            lambda: run_python(_FRESH_HIT.format(cache=str(warm), support=str(SUPPORT))),
+            args.repeat,
+        )
         bare = median_seconds(lambda: run_python("import sys"), args.repeat)
         print(
             f"fresh process, cache hit: {fresh * 1e3:8.1f} ms   bare python baseline "

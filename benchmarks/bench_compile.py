@@ -5,10 +5,9 @@ Measures, on this machine, in one run, for two generated graph modules (the
 tutorial's VectorTimesVector on float64 vectors, which includes NumPy's
 headers, and an add of two doubles, which includes only Python.h):
 - the prelude's own build (once, into a fresh cache), and its size;
-- cold compile without the prelude: `build_module` of the module after
-  evicting it, so every sample compiles;
-- cold compile with the prelude: the same, with the `-include` flags of
-  `prelude_flags`.
+- cold compile without the prelude: `build_module` of the module's request
+  (with no prelude) after evicting it, so every sample compiles;
+- cold compile with the prelude: the same request, allowed its prelude.
 The two kinds of samples alternate, so that drift in the machine's speed hits
 both alike. Prints medians. Usage: python benchmarks/bench_compile.py [--repeat N]
 """
@@ -46,18 +45,20 @@ def double_graph() -> FunctionGraph:
     return FunctionGraph([x, y], [add(x, y)])
 
 
-def module_parts(fgraph: FunctionGraph) -> tuple[Any, str, Any, str]:
-    """The compiler, source, compile job and key extra CLinker would use."""
+def module_request(fgraph: FunctionGraph) -> tuple[Any, Any]:
+    """The compiler and the module request CLinker would use."""
     linker = CLinker().accept(fgraph)
     compiler = linker.compiler()
     graph = linker.graph_spec(compiler)
-    source = _core.assemble_module(graph.spec)["text"]
-    return (
-        compiler,
-        source,
-        linker.compile_job(graph.objects, compiler),
+    job = linker.compile_job(graph.objects, compiler)
+    request = cmodule.module_request(
+        _core.assemble_module(graph.spec)["text"],
+        job,
         linker.key_extra(graph.objects),
+        label=linker.label(),
+        prelude=cmodule.prelude_request(graph.spec["headers"], job),
     )
+    return compiler, request
 
 
 def timed(function: Callable[[], object]) -> float:
@@ -67,30 +68,28 @@ def timed(function: Callable[[], object]) -> float:
 
 
 def bench_module(name: str, fgraph: FunctionGraph, repeat: int) -> None:
-    compiler, source, job, extra = module_parts(fgraph)
+    compiler, request = module_request(fgraph)
     cache = cmodule.get_module_cache()
+    prelude_seconds = timed(lambda: _core.build_prelude(cache, compiler, request))
+    prelude = _core.build_prelude(cache, compiler, request).entry
+    gch = prelude.file_ending(".gch")
+    with_prelude_request = request
+    without_prelude_request = cmodule.module_request(
+        request.source, request.job, request.extra, request.label, None
+    )
 
-    # The first call finds no prelude and starts building it in the background.
-    start = time.perf_counter()
-    assert cmodule.prelude_flags(compiler, job, source, extra) == []
-    assert cmodule.wait_for_prelude_builds()
-    prelude_seconds = time.perf_counter() - start
-    flags = cmodule.prelude_flags(compiler, job, source, extra)
-    assert flags, "the prelude was not built"
-    gch = Path(flags[1] + ".gch")
-
-    def cold(unkeyed: list[str]) -> float:
-        job.unkeyed_flags = unkeyed
-        cache.evict(_core.module_key(source, compiler, job, extra))
-        seconds = timed(lambda: _core.build_module(cache, source, compiler, job, extra))
-        cache.evict(_core.module_key(source, compiler, job, extra))
+    def cold(module: Any) -> float:
+        key = _core.build_module(cache, compiler, module).key
+        cache.evict(key)
+        seconds = timed(lambda: _core.build_module(cache, compiler, module))
+        cache.evict(key)
         return seconds
 
-    cold(flags)  # warm the file system cache for both kinds
+    cold(with_prelude_request)  # warm the file system cache for both kinds
     without, with_prelude = [], []
     for _ in range(repeat):
-        without.append(cold([]))
-        with_prelude.append(cold(flags))
+        without.append(cold(without_prelude_request))
+        with_prelude.append(cold(with_prelude_request))
     plain, fast = statistics.median(without), statistics.median(with_prelude)
     print(
         f"{name:<27} prelude build {prelude_seconds:5.2f} s ({gch.stat().st_size / 2**20:.0f} MiB)"
