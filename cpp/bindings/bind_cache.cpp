@@ -264,13 +264,15 @@ void init_module_cache(py::module_& m) {
             "kind, label, key_material, command and compile_seconds.")
         .def(
             "quarantine",
-            [](ModuleCache& cache, const std::string& key, const std::string& problem) {
+            [](ModuleCache& cache, const std::string& key, const std::string& problem,
+               const std::string& holding) {
                 return PythonMonitor::run([&](BuildMonitor* monitor) {
-                    return cache.quarantine(key, problem, monitor);
+                    return cache.quarantine(key, problem, holding, monitor);
                 });
             },
-            py::arg("key"), py::arg("problem"),
-            "Moves the entry aside (it failed to load); returns whether there was one.")
+            py::arg("key"), py::arg("problem"), py::arg("holding") = "",
+            "Moves the entry aside (it failed to load), only if it still holds the file\n"
+            "`holding` (when given); returns whether it was moved.")
         .def("list", &ModuleCache::list, py::call_guard<py::gil_scoped_release>(),
              "Every entry (metadata only, not verified), sorted by key.")
         .def("stats", &ModuleCache::stats, py::call_guard<py::gil_scoped_release>(),

@@ -78,6 +78,11 @@ void PendingCounters::add(const CacheCounters& delta) {
     m_dirty = true;
 }
 
+bool PendingCounters::pending() const {
+    std::lock_guard<std::mutex> guard(m_mutex);
+    return m_dirty;
+}
+
 bool PendingCounters::due() const {
     std::lock_guard<std::mutex> guard(m_mutex);
     return m_dirty && util::now_seconds() - m_last_write >= k_write_interval_seconds;

@@ -26,6 +26,9 @@ public:
     // Whether a second has passed since the last write and something waits.
     bool due() const;
 
+    // Whether something waits to be written.
+    bool pending() const;
+
     // Adds what waits to the file (locking `locks`/stats.lock). Best effort:
     // on failure the counts stay pending.
     void write(const util::Dir& version_dir, const util::Dir& locks);

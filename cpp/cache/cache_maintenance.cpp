@@ -7,6 +7,8 @@
 // listing another user's directory could make us report, or delete, what is
 // not ours. Everything removed is first renamed into trash/ (or, for sweep,
 // is already inside the root), so nothing outside the root is ever touched.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 
@@ -107,6 +109,52 @@ bool is_older_layout(const std::string& name) {
     return name.size() < 6 && std::stoi(name.substr(1)) < ModuleCache::k_format_version;
 }
 
+bool is_bad(const cache::EntryCheck& check) {
+    return check.state == cache::EntryState::damaged || check.state == cache::EntryState::foreign;
+}
+
+// Checks one name of a shard for verify() and adds what it finds to
+// `report`. Something that looks bad is checked again, under its lock with
+// Repair::yes, and only reported if it still is: an entry replaced or
+// evicted by another process meanwhile is not a problem.
+void verify_one(const cache::Places& places, const util::Dir& shard, const std::string& name,
+                Repair repair, double lock_timeout, VerifyReport& report,
+                CacheCounters& counts) {
+    if (!ModuleCache::is_key(name)) {
+        // Not an entry (a stray file): nothing builds it, so no lock.
+        VerifyProblem problem{shard.path_of(name), "is not a cache entry"};
+        if (repair == Repair::yes) {
+            problem.repaired = cache::move_to_quarantine(places.version, shard, name,
+                                                         problem.problem, nullptr);
+            counts.quarantines += problem.repaired ? 1 : 0;
+        }
+        report.problems.push_back(std::move(problem));
+        return;
+    }
+    cache::EntryCheck check = cache::check_entry(shard, name, cache::Memo::bypass);
+    if (check.state == cache::EntryState::stale) {
+        report.stale.push_back({shard.path_of(name), check.problem});
+    }
+    if (!is_bad(check)) {
+        return;
+    }
+    std::optional<cache::KeyLock> lock;
+    if (repair == Repair::yes) {
+        lock.emplace(places.version, name, lock_timeout, nullptr);
+    }
+    check = cache::check_entry(shard, name, cache::Memo::bypass);
+    if (!is_bad(check)) {
+        return;
+    }
+    VerifyProblem problem{shard.path_of(name), check.problem};
+    if (repair == Repair::yes) {
+        const std::uint64_t before = counts.quarantines;
+        cache::settle_locked(places.version, shard, name, check, nullptr, counts);
+        problem.repaired = counts.quarantines > before;
+    }
+    report.problems.push_back(std::move(problem));
+}
+
 }  // namespace
 
 std::vector<Entry> ModuleCache::list() const {
@@ -143,6 +191,7 @@ CacheStats ModuleCache::stats() const {
 VerifyReport ModuleCache::verify(Repair repair) {
     const cache::Places places = cache::open_places(m_root, nullptr);
     VerifyReport report;
+    CacheCounters counts;
     for (const std::string& shard_name : places.entries.list()) {
         const auto st = places.entries.stat(shard_name);
         const util::Trust trust = st ? util::check_trust(*st, true) : util::Trust::wrong_type;
@@ -150,29 +199,20 @@ VerifyReport ModuleCache::verify(Repair repair) {
             VerifyProblem problem{places.entries.path_of(shard_name),
                                   st ? util::describe_trust(trust, *st) : "cannot be read"};
             if (repair == Repair::yes && trust != util::Trust::foreign_owner) {
-                problem.repaired = cache::discard(places.version, places.entries, shard_name);
+                problem.repaired = cache::move_to_quarantine(places.version, places.entries,
+                                                             shard_name, problem.problem, nullptr);
             }
             report.problems.push_back(std::move(problem));
             continue;
         }
         const auto shard = places.entries.open_dir(shard_name);
-        for (const std::string& key : shard ? shard->list() : std::vector<std::string>{}) {
+        for (const std::string& name : shard ? shard->list() : std::vector<std::string>{}) {
             ++report.entries_checked;
-            const cache::EntryCheck check = cache::check_entry(*shard, key, cache::Memo::bypass);
-            if (check.state == cache::EntryState::valid) {
-                continue;
-            }
-            VerifyProblem problem{shard->path_of(key), check.problem};
-            if (check.state == cache::EntryState::stale) {
-                report.stale.push_back(std::move(problem));
-                continue;
-            }
-            if (repair == Repair::yes) {
-                problem.repaired = quarantine(key, check.problem);
-            }
-            report.problems.push_back(std::move(problem));
+            verify_one(places, *shard, name, repair, m_options.lock_timeout_seconds, report,
+                       counts);
         }
     }
+    m_impl->counters.add(counts);
     return report;
 }
 
@@ -182,6 +222,17 @@ bool ModuleCache::evict(std::string_view key) {
     const auto shard = open_trusted(places.entries, cache::shard_name(key));
     return shard && cache::discard(places.version, *shard, key);
 }
+
+namespace {
+
+// Removes a listed entry, whatever its name (a stray file in a shard is
+// listed too): by its directory's parent and name.
+bool remove_listed(const cache::Places& places, const Entry& entry) {
+    const auto shard = open_trusted(places.entries, entry.dir.parent_path().filename().string());
+    return shard && cache::discard(places.version, *shard, entry.dir.filename().string());
+}
+
+}  // namespace
 
 std::size_t ModuleCache::clear() {
     const cache::Places places = cache::open_places(m_root, nullptr);
@@ -201,6 +252,7 @@ std::size_t ModuleCache::clear() {
 
 PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
                                std::optional<double> older_than_seconds, std::string_view keep) {
+    const cache::Places places = cache::open_places(m_root, nullptr);
     std::vector<Entry> entries = list();
     std::sort(entries.begin(), entries.end(),
               [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; });
@@ -216,7 +268,7 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
         if ((!too_old && !too_big) || entry.key == keep) {
             continue;
         }
-        if (evict(entry.key)) {
+        if (remove_listed(places, entry)) {
             ++result.removed;
             result.freed_bytes += entry.size_bytes;
             total -= entry.size_bytes;
@@ -255,7 +307,12 @@ std::size_t sweep(const Places& places, std::vector<CacheEvent>* events) {
         }
     }
     for (const std::string& name : places.root.list()) {
-        if (is_older_layout(name)) {
+        // Only what is certainly an old opweave layout (ours, a real
+        // directory, with its entries): the root may be a directory the
+        // user chose that holds other things.
+        const auto old = is_older_layout(name) ? open_trusted(places.root, name) : std::nullopt;
+        const auto old_entries = old ? old->stat(k_entries_dir) : std::nullopt;
+        if (old_entries && S_ISDIR(old_entries->st_mode)) {
             removed += places.root.remove(name) ? 1 : 0;
         }
     }

@@ -5,9 +5,12 @@
 // thread's compiles). It is bounded; when full it starts over.
 #include "cache/file_digest.hpp"
 
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +44,22 @@ struct Memory {
 Memory& memory() {
     static Memory* memo = new Memory();
     return *memo;
+}
+
+// Whether the version `st` describes is older than the filesystem clock's
+// current tick. A file changed within the current tick can change again
+// without a new mtime or ctime (same tick, same size): that version must not
+// be trusted from memory. Whole-second timestamps mean a coarse filesystem:
+// allow two seconds.
+bool settled(const struct stat& st) {
+    const auto ns = [](const struct timespec& time) {
+        return static_cast<std::int64_t>(time.tv_sec) * 1000000000 + time.tv_nsec;
+    };
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    const bool whole_seconds = st.st_mtim.tv_nsec == 0 && st.st_ctim.tv_nsec == 0;
+    const std::int64_t tick = whole_seconds ? 2000000000 : 0;
+    return std::max(ns(st.st_mtim), ns(st.st_ctim)) + tick < ns(now);
 }
 
 std::optional<std::string> hash_fd(int fd, off_t expected_size) {
@@ -86,6 +105,9 @@ std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo)
 }
 
 void remember_sha256(const struct stat& st, const std::string& sha256) {
+    if (!settled(st)) {
+        return;
+    }
     std::lock_guard<std::mutex> guard(memory().mutex);
     if (memory().hashes.size() >= k_max_memo_entries) {
         memory().hashes.clear();

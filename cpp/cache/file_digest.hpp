@@ -4,7 +4,9 @@
 // A version of a file is its (device, inode, size, mtime, ctime): writing to
 // a file, truncating it or replacing it changes at least one of them (ctime
 // cannot be set by a user), so a version verified once need not be hashed
-// again in this process. That keeps a large artifact (a 20 MB precompiled
+// again in this process. Except within the filesystem clock's current tick,
+// when a second write may leave the times as they were: a version that new
+// is hashed but not remembered. That keeps a large artifact (a 20 MB precompiled
 // header) from being hashed on every use, and the hit path at one hash per
 // file per process.
 #pragma once

@@ -173,6 +173,13 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
         record.ctime_ns = ns_of(st.st_ctim);
         if (!is_racy(st, compile_start_ns, recorded_ns)) {
             record.sha256 = file_sha256(file.get(), st).value_or("");
+            // Changed while we hashed it: the hash may not be of the recorded
+            // version (nor of what the compiler read).
+            struct stat after {};
+            if (::fstat(file.get(), &after) != 0 || after.st_size != st.st_size ||
+                ns_of(after.st_mtim) != record.mtime_ns || ns_of(after.st_ctim) != record.ctime_ns) {
+                record.sha256.clear();
+            }
         }
         records.push_back(std::move(record));
     }

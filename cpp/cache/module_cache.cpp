@@ -48,6 +48,9 @@ namespace {
 
 using cache::EntryCheck;
 using cache::EntryState;
+using cache::KeyLock;
+using cache::move_to_quarantine;
+using cache::settle_locked;
 
 constexpr double k_last_used_refresh_seconds = 60.0;
 constexpr const char* k_cachedir_tag =
@@ -70,31 +73,23 @@ void touch_if_due(const util::Dir& shard, const Entry& entry) {
     }
 }
 
-// Holds the key's lock until the end of the scope, then removes the lock
-// file so that lock files do not pile up.
-class KeyLock {
-public:
-    KeyLock(const util::Dir& version, std::string_view key, double timeout,
-            BuildMonitor* monitor)
-        : m_locks(cache::require_layout_dir(version, cache::k_locks_dir, nullptr)),
-          m_lock(m_locks.fd(), std::string(key) + ".lock",
-                 m_locks.path_of(std::string(key) + ".lock")) {
-        m_lock.acquire(std::chrono::duration<double>(timeout), monitor);
-    }
-    ~KeyLock() { m_lock.release_and_remove(); }
-    KeyLock(const KeyLock&) = delete;
-    KeyLock& operator=(const KeyLock&) = delete;
-
-    const util::Dir& locks() const { return m_locks; }
-
-private:
-    util::Dir m_locks;
-    FileLock m_lock;
-};
-
 }  // namespace
 
 namespace cache {
+
+KeyLock::KeyLock(const util::Dir& version, std::string_view key, double timeout,
+                 BuildMonitor* monitor, Blocking blocking)
+    : m_locks(require_layout_dir(version, k_locks_dir, nullptr)),
+      m_lock(m_locks.fd(), std::string(key) + ".lock",
+             m_locks.path_of(std::string(key) + ".lock")) {
+    if (blocking == Blocking::yes) {
+        m_lock.acquire(std::chrono::duration<double>(timeout), monitor);
+    } else {
+        m_lock.try_acquire();
+    }
+}
+
+KeyLock::~KeyLock() { m_lock.release_and_remove(); }
 
 Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* events) {
     util::Dir root_dir = open_root(root);
@@ -164,13 +159,16 @@ std::filesystem::path ModuleCache::default_root() {
                      {});
 }
 
-void ModuleCache::check_key(std::string_view key) {
+bool ModuleCache::is_key(std::string_view key) noexcept {
     const bool good_length = key.size() >= 8 && key.size() <= 128;
-    const bool good_chars = std::all_of(key.begin(), key.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-               c == '_' || c == '-';
-    });
-    if (!good_length || !good_chars) {
+    return good_length && std::all_of(key.begin(), key.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+                      (c >= 'A' && c <= 'Z') || c == '_' || c == '-';
+           });
+}
+
+void ModuleCache::check_key(std::string_view key) {
+    if (!is_key(key)) {
         throw std::invalid_argument("invalid cache key '" + std::string(key.substr(0, 140)) +
                                     "': expected 8 to 128 characters of [0-9A-Za-z_-]");
     }
@@ -182,16 +180,17 @@ std::filesystem::path ModuleCache::entry_dir(std::string_view key) const {
            std::string(key);
 }
 
-namespace {
+namespace cache {
 
-// Moves the unusable entry `key` of `shard` into quarantine (the caller holds
-// the key's lock). Returns whether there was one. Throws CacheError if it
-// cannot be moved (another user's directory): then its place is unusable.
 bool move_to_quarantine(const util::Dir& version, const util::Dir& shard, std::string_view key,
                         const std::string& problem, std::vector<CacheEvent>* events) {
+    // The name is moved, touched so that its age counts from now (the
+    // quarantine keeps items a while, by age), never truncated.
     const util::Dir quarantine =
-        cache::require_layout_dir(version, cache::k_quarantine_dir, events);
-    if (shard.rename(key, quarantine, cache::unique_name(key))) {
+        require_layout_dir(version, k_quarantine_dir, events);
+    const std::string moved = unique_name(key);
+    if (shard.rename(key, quarantine, moved)) {
+        quarantine.touch(moved);
         if (events != nullptr) {
             events->push_back({CacheEvent::Kind::quarantined, shard.path_of(key), problem});
         }
@@ -207,8 +206,6 @@ bool move_to_quarantine(const util::Dir& version, const util::Dir& shard, std::s
                      shard.path_of(key));
 }
 
-// Under the key's lock: deals with what the second check found. A damaged
-// or foreign entry is quarantined; the others are left as they are.
 void settle_locked(const util::Dir& version, const util::Dir& shard, std::string_view key,
                    const EntryCheck& check, std::vector<CacheEvent>* events,
                    CacheCounters& counts) {
@@ -219,6 +216,9 @@ void settle_locked(const util::Dir& version, const util::Dir& shard, std::string
     }
 }
 
+}  // namespace cache
+
+namespace {
 
 // Under the key's lock: builds into a staging directory, seals and records
 // its files, and publishes it as `key` in `shard` (replacing a stale entry).
@@ -284,7 +284,7 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
 }  // namespace
 
 std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<CacheEvent>* events,
-                                         BuildMonitor* monitor) {
+                                         BuildMonitor* monitor, Blocking wait) {
     check_key(key);
     const cache::Places places = cache::open_places(m_root, events);
     const auto shard =
@@ -301,7 +301,10 @@ std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<Cache
         events->push_back({CacheEvent::Kind::stale, shard->path_of(key), check.problem});
     }
     if (check.state == EntryState::damaged || check.state == EntryState::foreign) {
-        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);
+        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor, wait);
+        if (!lock.held()) {
+            return std::nullopt;  // busy (being rebuilt): the caller does without
+        }
         CacheCounters counts;
         settle_locked(places.version, *shard, key,
                       cache::check_entry(*shard, key, cache::Memo::use), events, counts);
@@ -311,7 +314,7 @@ std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<Cache
 }
 
 bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
-                             BuildMonitor* monitor) {
+                             std::string_view holding, BuildMonitor* monitor) {
     check_key(key);
     const cache::Places places = cache::open_places(m_root, nullptr);
     const auto shard = cache::open_layout_dir(places.entries, cache::shard_name(key),
@@ -320,6 +323,12 @@ bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
         return false;
     }
     const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);
+    if (!holding.empty()) {
+        const auto dir = shard->open_dir(key);
+        if (!dir || !dir->stat(holding)) {
+            return false;  // replaced or removed since the caller looked
+        }
+    }
     const bool moved = move_to_quarantine(places.version, *shard, key, std::string(problem), nullptr);
     if (moved) {
         CacheCounters counts;
@@ -381,9 +390,17 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
 }
 
 void ModuleCache::flush_counters() {
-    const cache::Places places = cache::open_places(m_root, nullptr);
-    const util::Dir locks = cache::require_layout_dir(places.version, cache::k_locks_dir, nullptr);
-    m_impl->counters.write(places.version, locks);
+    if (!m_impl->counters.pending()) {
+        return;
+    }
+    // Creates nothing: a cache removed meanwhile (a private one, removed at
+    // exit before this object goes) stays removed, with its counts.
+    const auto root = util::Dir::open(m_root);
+    const auto version = root ? root->open_dir(cache::version_dir_name()) : std::nullopt;
+    const auto locks = version ? version->open_dir(cache::k_locks_dir) : std::nullopt;
+    if (locks) {
+        m_impl->counters.write(*version, *locks);
+    }
 }
 
 std::filesystem::path ModuleCache::keep_failed_source(std::string_view key,

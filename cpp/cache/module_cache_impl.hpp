@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "cache/cache_counters.hpp"
+#include "cache/entry_check.hpp"
 #include "cache/layout.hpp"
+#include "opweave/file_lock.hpp"
 #include "opweave/module_cache.hpp"
 #include "util/dir.hpp"
 
@@ -36,6 +38,37 @@ std::string shard_name(std::string_view key);
 
 // A name for something moved aside: "<key>.<pid>.<random>".
 std::string unique_name(std::string_view key);
+
+// Holds the lock of `key` (locks/<key>.lock) for its scope, then removes the
+// lock file so that lock files do not pile up. Waits like FileLock::acquire;
+// with Blocking::no it only tries, and held() says whether it got the lock.
+class KeyLock {
+public:
+    KeyLock(const util::Dir& version, std::string_view key, double timeout,
+            BuildMonitor* monitor, Blocking blocking = Blocking::yes);
+    ~KeyLock();
+    KeyLock(const KeyLock&) = delete;
+    KeyLock& operator=(const KeyLock&) = delete;
+
+    bool held() const noexcept { return m_lock.held(); }
+
+private:
+    util::Dir m_locks;
+    FileLock m_lock;
+};
+
+// Moves the unusable entry `key` of `shard` into quarantine (the caller holds
+// the key's lock) and reports it in `events`. Returns whether there was one.
+// Throws CacheError if it cannot be moved (another user's directory): then
+// its place is unusable.
+bool move_to_quarantine(const util::Dir& version, const util::Dir& shard, std::string_view key,
+                        const std::string& problem, std::vector<CacheEvent>* events);
+
+// Under the key's lock: deals with what a second check found. A damaged or
+// foreign entry is quarantined (and counted); the others are left alone.
+void settle_locked(const util::Dir& version, const util::Dir& shard, std::string_view key,
+                   const EntryCheck& check, std::vector<CacheEvent>* events,
+                   CacheCounters& counts);
 
 // ModuleCache::sweep() in `places`, with repairs of the layout reported to
 // `events` (if given).

@@ -104,7 +104,8 @@ std::vector<std::string> prelude_include_flags(const std::filesystem::path& entr
 
 std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
                                   std::vector<CacheEvent>* events) {
-    std::optional<Entry> entry = cache.lookup(key, events);
+    // A prelude is optional: never wait for one (holding a module's lock).
+    std::optional<Entry> entry = cache.lookup(key, events, nullptr, Blocking::no);
     if (entry && entry->file_ending(std::string(k_prelude_header_name) + k_gch_suffix).empty()) {
         return std::nullopt;  // not a prelude
     }

@@ -1,7 +1,7 @@
 // opweave core (internal): JSON values (see json.hpp).
 #include "util/json.hpp"
 
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -195,19 +195,13 @@ private:
                 return true;
             }
         }
-        const std::string token(m_text.substr(start, m_pos - start));
-        char* end = nullptr;
-        errno = 0;
-        if (integral) {
-            const long long value = std::strtoll(token.c_str(), &end, 10);
-            if (errno == 0 && end == token.c_str() + token.size()) {
-                out = Json(static_cast<std::int64_t>(value));
-                return true;
-            }
-            errno = 0;  // out of range for int64: read it as a double
-        }
-        const double value = std::strtod(token.c_str(), &end);
-        if (end != token.c_str() + token.size() || !std::isfinite(value)) {
+        // from_chars, unlike strtod, ignores the locale: a process that set
+        // LC_NUMERIC to a comma-decimal locale still reads "0.5".
+        const char* first = m_text.data() + start;
+        const char* last = m_text.data() + m_pos;
+        double value = 0.0;
+        const auto [end, error] = std::from_chars(first, last, value);
+        if (error != std::errc() || end != last || !std::isfinite(value)) {
             return false;
         }
         out = Json(value);
@@ -380,10 +374,12 @@ void Json::dump_to(std::string& out) const {
     } else if (const auto* whole = std::get_if<std::int64_t>(&m_value)) {
         out += std::to_string(*whole);
     } else if (const auto* real = std::get_if<double>(&m_value)) {
+        // JSON has no NaN or infinity. to_chars, unlike printf, ignores the
+        // locale, and gives the shortest text that reads back exactly.
         char buffer[32];
-        // JSON has no NaN or infinity.
-        std::snprintf(buffer, sizeof(buffer), "%.17g", std::isfinite(*real) ? *real : 0.0);
-        out += buffer;
+        const double value = std::isfinite(*real) ? *real : 0.0;
+        const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+        out.append(buffer, error == std::errc() ? end : buffer);
     } else if (const auto* text = string()) {
         append_string(out, *text);
     } else if (const auto* items = array()) {

@@ -274,11 +274,13 @@ private:
 // only writer) is gone, and then it kills the whole process group. When the
 // command ends first, the guard kills that watcher (so no group kill
 // happens), and passes on the command's fate: its exit status, or the
-// signal that killed it, re-raised on the guard itself.
+// signal that killed it (one of those that terminate: HUP to TERM,
+// 1 to 15), re-raised on the guard itself. Never a stop signal, which would
+// leave the guard stopped and the caller waiting.
 constexpr const char* k_guard_script =
     "( read line <&3; kill -9 0 ) & watcher=$!; exec 3<&-; "
     "\"$@\"; status=$?; kill $watcher 2>/dev/null; "
-    "if [ $status -gt 128 ] && [ $status -lt 160 ]; then kill -$((status - 128)) $$; fi; "
+    "if [ $status -gt 128 ] && [ $status -le 143 ]; then kill -$((status - 128)) $$; fi; "
     "exit $status";
 constexpr int k_lifeline_fd = 3;
 constexpr auto k_monitor_interval = std::chrono::milliseconds(50);

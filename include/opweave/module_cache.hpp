@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "opweave/build_monitor.hpp"
+#include "opweave/file_lock.hpp"
 
 namespace opweave {
 
@@ -195,8 +196,11 @@ public:
     const std::filesystem::path& root() const noexcept { return m_root; }
     const CacheOptions& options() const noexcept { return m_options; }
 
-    // Throws std::invalid_argument unless `key` is 8 to 128 characters of
-    // [0-9A-Za-z_-]; keys name directories, so nothing else is accepted.
+    // Whether `key` is 8 to 128 characters of [0-9A-Za-z_-]; keys name
+    // directories, so nothing else is accepted.
+    static bool is_key(std::string_view key) noexcept;
+
+    // Throws std::invalid_argument unless is_key(key).
     static void check_key(std::string_view key);
 
     // The directory of `key`'s entry, whether or not it exists.
@@ -206,11 +210,13 @@ public:
     // damaged one is quarantined first (under the key's lock, so a fresh
     // entry published meanwhile is never moved aside); a stale one (a header
     // changed) is left for the next build to replace. What was found goes to
-    // `events` if given. Refreshes the last-use time at most once a minute.
-    // Throws CacheError when the entry's place is unusable (owned by another
-    // user and cannot be moved aside).
+    // `events` if given. With Blocking::no, a damaged entry whose lock is
+    // busy (another process is rebuilding it) is reported missing at once.
+    // Refreshes the last-use time at most once a minute. Throws CacheError
+    // when the entry's place is unusable (owned by another user and cannot
+    // be moved aside).
     std::optional<Entry> lookup(std::string_view key, std::vector<CacheEvent>* events = nullptr,
-                                BuildMonitor* monitor = nullptr);
+                                BuildMonitor* monitor = nullptr, Blocking wait = Blocking::yes);
 
     // Returns the entry, building it with `build` when there is no valid one:
     // takes the key's lock (waiting at most the configured timeout, else
@@ -224,9 +230,11 @@ public:
 
     // Moves the entry of `key` into quarantine (under its lock) because a
     // caller found it unusable, e.g. a verified module that still fails to
-    // load. Returns whether there was an entry to move.
+    // load: only if it still holds the file `holding` (when given), so that
+    // an entry replaced or removed meanwhile by another process is left
+    // alone. Returns whether an entry was moved.
     bool quarantine(std::string_view key, std::string_view problem,
-                    BuildMonitor* monitor = nullptr);
+                    std::string_view holding = {}, BuildMonitor* monitor = nullptr);
 
     // Every published entry as its metadata says (not verified), sorted by
     // key. Entries whose metadata cannot be read are listed with kind
@@ -237,7 +245,10 @@ public:
 
     // Checks every entry: its directory, metadata, files (sizes and hashes,
     // hashed again even if this process verified them), owners and modes.
-    // With Repair::yes, each bad entry is quarantined.
+    // An entry that looks bad is checked again (under its lock with
+    // Repair::yes) before it is reported, so that one replaced or evicted
+    // meanwhile is not. With Repair::yes, each bad entry is quarantined, and
+    // so is anything in the entries' directories that is not an entry.
     VerifyReport verify(Repair repair);
 
     // Removes one entry. Returns whether it existed.

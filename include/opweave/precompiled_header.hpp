@@ -63,10 +63,10 @@ std::string prelude_key(const Compiler& compiler, const CompileJob& job,
 // {"-include", "<entry_dir>/opweave_prelude.h"}.
 std::vector<std::string> prelude_include_flags(const std::filesystem::path& entry_dir);
 
-// The verified entry of prelude `key` if it is published, found without a
-// lock (a damaged one is quarantined, and reported missing; what was found
-// goes to `events` if given). Throws std::invalid_argument for a malformed
-// key.
+// The verified entry of prelude `key` if it is published, found without
+// waiting: a damaged one is quarantined (unless another process holds its
+// lock, rebuilding it) and reported missing; what was found goes to
+// `events` if given. Throws std::invalid_argument for a malformed key.
 std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
                                   std::vector<CacheEvent>* events = nullptr);
 

@@ -285,10 +285,12 @@ OPWEAVE_TEST(sweep_removes_older_layouts_but_not_newer_ones) {
     std::ofstream(dir / "cache" / "v1" / "entries" / "aa" / k_key_a / "module.so") << "old";
     fs::create_directories(dir / "cache" / "v3" / "entries");
     fs::create_directories(dir / "cache" / "vintage");
+    fs::create_directories(dir / "cache" / "v0" / "photos");  // the user's, not a layout
     cache.sweep();
     CHECK(!fs::exists(dir / "cache" / "v1"));
     CHECK(fs::exists(dir / "cache" / "v3" / "entries"));
     CHECK(fs::exists(dir / "cache" / "vintage"));
+    CHECK(fs::exists(dir / "cache" / "v0" / "photos"));
     // An old entry is never read as a new one.
     CHECK(!cache.lookup(k_key_a));
 }
@@ -380,4 +382,44 @@ OPWEAVE_TEST(counters_persist_across_cache_objects) {
     CHECK_EQ(counters.saved_seconds, 0.5);
     again.clear();
     CHECK_EQ(again.stats().counters.builds, 0u);
+}
+
+OPWEAVE_TEST(quarantine_leaves_a_replaced_entry_alone) {
+    TempDir dir;
+    ModuleCache cache(options_in(dir));
+    cache.get_or_build(k_key_a, writer("a"));
+    // A caller that failed to load a file the entry no longer holds.
+    CHECK(!cache.quarantine(k_key_a, "cannot be loaded", "module-0123456789abcdef.so"));
+    CHECK(cache.lookup(k_key_a).has_value());
+    CHECK(cache.quarantine(k_key_a, "cannot be loaded", "payload"));
+    CHECK(!cache.lookup(k_key_a).has_value());
+    // Quarantined items age from their quarantine, not from their last use.
+    const fs::path quarantine = dir / "cache" / "v2" / "quarantine";
+    for (const auto& item : fs::directory_iterator(quarantine)) {
+        const auto age = fs::file_time_type::clock::now() - fs::last_write_time(item.path());
+        CHECK(age < std::chrono::minutes(1));
+    }
+}
+
+OPWEAVE_TEST(verify_checks_again_and_handles_stray_files) {
+    TempDir dir;
+    ModuleCache cache(options_in(dir));
+    cache.get_or_build(k_key_a, writer("a"));
+    cache.get_or_build(k_key_b, writer("b"));
+    std::ofstream(cache.entry_dir(k_key_a).parent_path() / "notes.txt") << "x";
+    std::ofstream(cache.entry_dir(k_key_b) / "payload") << "damaged";
+    VerifyReport report = cache.verify(Repair::no);
+    CHECK_EQ(report.entries_checked, 3u);
+    CHECK_EQ(report.problems.size(), 2u);
+    report = cache.verify(Repair::yes);
+    CHECK_EQ(report.problems.size(), 2u);
+    CHECK(report.problems.at(0).repaired && report.problems.at(1).repaired);
+    CHECK(cache.verify(Repair::no).problems.empty());
+    CHECK(cache.lookup(k_key_a).has_value());
+    // A stray name does not stop pruning either (it is listed, and removed
+    // like an entry).
+    std::ofstream(cache.entry_dir(k_key_a).parent_path() / "more-notes.txt") << "x";
+    CHECK_EQ(cache.list().size(), 2u);
+    CHECK_EQ(cache.prune(std::nullopt, -1.0).removed, 2u);
+    CHECK(cache.list().empty());
 }

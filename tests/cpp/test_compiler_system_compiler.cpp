@@ -758,6 +758,21 @@ OPWEAVE_TEST(killed_compiler_throws_compile_error) {
     CHECK(contains(e.what(), "killed by signal 9"));
 }
 
+// The guard that kills a compiler with its parent passes on an exit status
+// above 128 as such, unless it says "killed by a terminating signal": never
+// as a stop signal, which would leave the guard stopped and us waiting.
+OPWEAVE_TEST(exit_statuses_that_look_like_stop_signals_are_plain_failures) {
+    TempDir dir;
+    for (const int status : {147, 148, 150, 200}) {
+        const CompileError e = fail_with_fake_compiler(
+            dir, "exit" + std::to_string(status), "exit " + std::to_string(status) + "\n",
+            "/src/s.cpp");
+        CHECK_EQ(e.exit_status(), status);
+    }
+    const CompileError e = fail_with_fake_compiler(dir, "segv", "kill -11 $$\n", "/src/v.cpp");
+    CHECK(contains(e.what(), "killed by signal 11"));
+}
+
 OPWEAVE_TEST(vanished_compiler_throws_compile_error) {
     TempDir dir;
     const fs::path fake = write_fake_compiler(dir.path() / "gonecxx");

@@ -230,19 +230,12 @@ def load_module(
     holds the module's lock too long, and KeyboardInterrupt when Ctrl-C
     arrives during a compile or a lock wait. Damaged entries never reach
     the caller: they are quarantined and rebuilt."""
-    compiler = compiler or get_compiler()
-    cache, built = _build(request, compiler)
     try:
-        module = _import(built.library, name)
-    except (ImportError, OSError) as error:
-        # Verified, yet unloadable: deleted under us, or a file the checks
-        # cannot judge. Set it aside and build once more; a second failure
-        # is the module's own and is raised.
-        _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built.dir, error)
-        cache.quarantine(built.key, f"cannot be loaded: {error}")
-        cache, built = _build(request, compiler, cache)
-        module = _import(built.library, name)
-    return CompiledModule(module, built.library, built.source, built.outcome, built.key)
+        return _load_module(request, name, compiler or get_compiler())
+    except BaseException as error:
+        if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit
+            _prelude.note_interrupt()
+        raise
 
 
 def compile_extension(
@@ -258,6 +251,24 @@ def compile_extension(
 
 
 # --- inside the one path ------------------------------------------------------
+
+
+def _load_module(
+    request: _core.ModuleRequest, name: str, compiler: _core.SystemCompiler
+) -> CompiledModule:
+    cache, built = _build(request, compiler)
+    try:
+        module = _import(built.library, name)
+    except (ImportError, OSError) as error:
+        # Verified, yet unloadable: replaced or evicted under us (then the
+        # core leaves the new entry alone), or a file the checks cannot
+        # judge. Set it aside and build once more; a second failure is the
+        # module's own and is raised.
+        _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built.dir, error)
+        cache.quarantine(built.key, f"cannot be loaded: {error}", built.library.name)
+        cache, built = _build(request, compiler, cache)
+        module = _import(built.library, name)
+    return CompiledModule(module, built.library, built.source, built.outcome, built.key)
 
 
 def _build(
@@ -280,10 +291,6 @@ def _build(
             cache.root,
         )
         built = _core.build_module(cache, compiler, request)
-    except BaseException as error:
-        if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit
-            _prelude.note_interrupt()
-        raise
     _report(built, request)
     return cache, built
 

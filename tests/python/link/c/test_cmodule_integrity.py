@@ -6,6 +6,7 @@ with SIGBUS."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -161,3 +162,49 @@ def test_a_process_that_loaded_a_module_survives_its_quarantine(isolated_cache: 
         if holder.poll() is None:
             holder.send_signal(signal.SIGKILL)
             holder.wait()
+
+
+_UNDER_A_COMMA_LOCALE = """
+import json, locale, sys
+locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
+assert locale.localeconv()["decimal_point"] == ","
+import numpy as np, opweave
+from opweave.examples.vector_times_vector import VectorTimesVector
+opweave.config.compiledir = sys.argv[1]
+x, y = opweave.tensor.dvector("x"), opweave.tensor.dvector("y")
+f = opweave.function([x, y], VectorTimesVector()(x, y))
+print(json.dumps({"outcome": f.cache_outcome}))
+"""
+
+
+def test_metadata_reads_back_under_a_comma_decimal_locale(tmp_path: Path) -> None:
+    """Numbers in meta.json and stats.json do not follow LC_NUMERIC: a
+    process in a German locale writes "0.25", and reads it back."""
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    made = subprocess.run(
+        ["localedef", "-i", "de_DE", "-f", "UTF-8", str(locales / "de_DE.UTF-8")],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode not in (0, 1) or not (locales / "de_DE.UTF-8").exists():
+        pytest.skip(f"cannot make a de_DE locale here: {made.stderr.strip()}")
+    env = dict(os.environ, LOCPATH=str(locales))
+    env.pop("OPWEAVE_FLAGS", None)
+    outcomes = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", _UNDER_A_COMMA_LOCALE, str(tmp_path / "cache")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        outcomes.append(json.loads(done.stdout.strip().splitlines()[-1])["outcome"])
+    assert outcomes == ["built", "hit"]
+    cache = _core.ModuleCache(str(tmp_path / "cache"))
+    assert cache.verify().problems == []
+    assert cache.stats().counters.hits == 1
+    for meta in (tmp_path / "cache").glob("v2/entries/*/*/meta.json"):
+        assert isinstance(json.loads(meta.read_text())["compile_seconds"], float)
