@@ -109,3 +109,33 @@ def test_prune_while_other_processes_read(tmp_path: Path) -> None:
     assert sum(int(count["misses"]) for count in counts) > 0  # pruning really overlapped
     assert cache.stats().entries == len(keys)
     assert cache.stats().builds_in_flight == 0
+
+
+_HITS = """
+import sys
+from opweave import _core
+cache = _core.ModuleCache(sys.argv[1])
+for _ in range(int(sys.argv[3])):
+    assert cache.get_or_build(sys.argv[2], lambda staging: None).outcome == "hit"
+    cache.flush_counters()  # every hit reaches the file, under the others' feet
+"""
+
+
+def test_counters_lose_nothing_under_concurrency(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = str(tmp_path / "cache")
+    key = "h" * 16
+    cache = _core.ModuleCache(root)
+    cache.get_or_build(key, writer(b"x"))
+    cache.flush_counters()
+    hits = 40
+    children = [
+        subprocess.Popen([sys.executable, "-c", _HITS, root, key, str(hits)])
+        for _ in range(N_PROCESSES)
+    ]
+    assert [child.wait(timeout=120) for child in children] == [0] * N_PROCESSES
+    counters = _core.ModuleCache(root).stats().counters
+    assert counters.hits == N_PROCESSES * hits
+    assert (counters.misses, counters.builds) == (1, 1)
