@@ -1,6 +1,9 @@
 // opweave core (internal): meta.json (see entry_metadata.hpp).
 #include "cache/entry_metadata.hpp"
 
+#include <algorithm>
+#include <charconv>
+
 #include "util/json.hpp"
 
 namespace opweave::cache {
@@ -9,7 +12,7 @@ namespace {
 
 using util::Json;
 
-bool is_sha256(const std::string& text) {
+bool is_sha256(std::string_view text) {
     if (text.size() != 64) {
         return false;
     }
@@ -56,23 +59,56 @@ std::optional<EntryFile> read_file_record(Json& item) {
     return EntryFile{std::move(*name), static_cast<std::uint64_t>(*size), std::move(*sha256)};
 }
 
-// [path, size, mtime_ns, ctime_ns, sha256 or ""]
-std::optional<HeaderRecord> read_header_record(Json& item) {
-    Json::Array* fields = item.array();
-    if (fields == nullptr || fields->size() != 5) {
-        return std::nullopt;
+// The header list is one JSON string of lines "<sha256 or -> <size>
+// <mtime_ns> <ctime_ns> <path>": a hundred records parse as one string and a
+// scan, without a JSON value per field (this is on every cache hit).
+std::string header_lines(const std::vector<HeaderRecord>& headers) {
+    std::string text;
+    for (const HeaderRecord& header : headers) {
+        text += header.sha256.empty() ? "-" : header.sha256;
+        text += ' ' + std::to_string(header.size) + ' ' + std::to_string(header.mtime_ns) + ' ' +
+                std::to_string(header.ctime_ns) + ' ' + header.path + '\n';
     }
-    auto* path = (*fields)[0].string();
-    const auto size = (*fields)[1].integer();
-    const auto mtime = (*fields)[2].integer();
-    const auto ctime = (*fields)[3].integer();
-    auto* sha256 = (*fields)[4].string();
-    if (path == nullptr || path->empty() || !size || *size < 0 || !mtime || !ctime ||
-        sha256 == nullptr || !(sha256->empty() || is_sha256(*sha256))) {
-        return std::nullopt;
+    return text;
+}
+
+// The next space-separated field of `line` from `at`.
+std::string_view field(std::string_view line, std::size_t& at) {
+    const std::size_t end = std::min(line.find(' ', at), line.size());
+    const std::string_view word = line.substr(at, end - at);
+    at = end + 1;
+    return word;
+}
+
+template <typename Integer>
+bool read_integer(std::string_view text, Integer& out) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return error == std::errc() && end == text.data() + text.size();
+}
+
+bool read_header_lines(std::string_view text, std::vector<HeaderRecord>& out) {
+    out.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+    while (!text.empty()) {
+        const std::size_t newline = text.find('\n');
+        if (newline == std::string_view::npos) {
+            return false;
+        }
+        const std::string_view line = text.substr(0, newline);
+        text.remove_prefix(newline + 1);
+        std::size_t at = 0;
+        HeaderRecord header;
+        const std::string_view sha256 = field(line, at);
+        if (!read_integer(field(line, at), header.size) ||
+            !read_integer(field(line, at), header.mtime_ns) ||
+            !read_integer(field(line, at), header.ctime_ns) || at >= line.size() ||
+            !(sha256 == "-" || is_sha256(sha256))) {
+            return false;
+        }
+        header.sha256 = sha256 == "-" ? std::string() : std::string(sha256);
+        header.path = std::string(line.substr(at));
+        out.push_back(std::move(header));
     }
-    return HeaderRecord{std::move(*path), static_cast<std::uint64_t>(*size), *mtime, *ctime,
-                        std::move(*sha256)};
+    return true;
 }
 
 template <typename Record, typename Read>
@@ -99,11 +135,6 @@ std::string metadata_json(const Entry& entry) {
     for (const EntryFile& file : entry.files) {
         files.emplace_back(Json::Array{file.name, file.size, file.sha256});
     }
-    Json::Array headers;
-    for (const HeaderRecord& header : entry.headers) {
-        headers.emplace_back(
-            Json::Array{header.path, header.size, header.mtime_ns, header.ctime_ns, header.sha256});
-    }
     const Json::Object object = {
         {"format", k_metadata_format},
         {"key", entry.key},
@@ -114,7 +145,7 @@ std::string metadata_json(const Entry& entry) {
         {"compile_seconds", entry.compile_seconds},
         {"created", entry.created},
         {"files", std::move(files)},
-        {"headers", std::move(headers)},
+        {"headers", header_lines(entry.headers)},
     };
     // One member per line, for people who read the file.
     std::string text = "{";
@@ -137,6 +168,7 @@ std::optional<Entry> parse_metadata(std::string_view text) {
         return std::nullopt;
     }
     Entry entry;
+    std::string header_text;
     const bool complete =
         read_string(*json, "key", entry.key) && read_string(*json, "kind", entry.kind) &&
         read_string(*json, "label", entry.label) &&
@@ -145,7 +177,7 @@ std::optional<Entry> parse_metadata(std::string_view text) {
         read_number(*json, "compile_seconds", entry.compile_seconds) &&
         read_number(*json, "created", entry.created) &&
         read_records<EntryFile>(*json, "files", read_file_record, entry.files) &&
-        read_records<HeaderRecord>(*json, "headers", read_header_record, entry.headers);
+        read_string(*json, "headers", header_text) && read_header_lines(header_text, entry.headers);
     if (!complete) {
         return std::nullopt;
     }

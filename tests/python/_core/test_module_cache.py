@@ -46,7 +46,7 @@ def test_entry_metadata_is_versioned_json(tmp_path: Path) -> None:
     assert meta["compile_seconds"] == 0.5
     assert meta["created"] > 0
     assert meta["files"] == [["payload", 10, hashlib.sha256(b"x" * 10).hexdigest()]]
-    assert meta["headers"] == []
+    assert meta["headers"] == ""  # no headers: one line per header
     [listed] = cache.list()
     assert listed.key == "a" * 16 and listed.size_bytes >= 10 and listed.kind == "test"
     assert cache.stats().entries == 1

@@ -273,7 +273,7 @@ def test_folding_a_shape_of_a_constant_compiles_nothing_for_it() -> None:
     f = opweave.function([], shape(constant(np.zeros((2, 3)))), mode="c")
     np.testing.assert_array_equal(f(), [2, 3])
     # Only the function's own module was built: the fold ran perform.
-    assert len(get_module_cache().list()) == 1
+    assert len([e for e in get_module_cache().list() if e.kind == "module"]) == 1
     for op in (view_op, deep_copy_op, shape, Shape_i(0)):
         assert op.python_constant_folding(None) is True
 
