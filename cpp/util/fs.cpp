@@ -1,7 +1,6 @@
 // opweave core (internal): filesystem helpers (see fs.hpp).
 #include "util/fs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,21 +122,6 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
         return std::nullopt;
     }
     return read_all(fd.get());
-}
-
-std::vector<std::string> list_dir(const std::filesystem::path& dir) {
-    std::vector<std::string> names;
-    if (DIR* handle = ::opendir(dir.c_str())) {
-        while (const dirent* entry = ::readdir(handle)) {
-            const std::string name = entry->d_name;
-            if (name != "." && name != "..") {
-                names.push_back(name);
-            }
-        }
-        ::closedir(handle);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
 }
 
 double now_seconds() noexcept {

@@ -44,10 +44,6 @@ bool write_all(int fd, std::string_view content) noexcept;
 // Reads `fd` to its end (at most `max_bytes`); nothing on a read error.
 std::optional<std::string> read_all(int fd, std::size_t max_bytes = SIZE_MAX);
 
-// The names in `dir` (without "." and ".."), sorted; empty if it cannot be
-// read. Never throws except std::bad_alloc.
-std::vector<std::string> list_dir(const std::filesystem::path& dir);
-
 // Seconds since the Unix epoch (wall clock), with sub-second precision.
 double now_seconds() noexcept;
 
