@@ -316,9 +316,10 @@ class ModuleCache:
         Removes entries unused for `older_than` seconds, then least recently
         used ones until the total is at most `max_total_bytes`.
         """
-    def quarantine(self, key: str, problem: str) -> bool:
+    def quarantine(self, key: str, problem: str, holding: str = '') -> bool:
         """
-        Moves the entry aside (it failed to load); returns whether there was one.
+        Moves the entry aside (it failed to load), only if it still holds the file
+        `holding` (when given); returns whether it was moved.
         """
     def stats(self) -> CacheStats:
         """
