@@ -18,6 +18,8 @@ void make_absolute(std::vector<std::string>& dirs) {
     }
 }
 
+}  // namespace
+
 std::string join_words(const std::vector<std::string>& words) {
     std::string text;
     for (const std::string& word : words) {
@@ -25,8 +27,6 @@ std::string join_words(const std::vector<std::string>& words) {
     }
     return text;
 }
-
-}  // namespace
 
 CompileJob absolute_dirs(const CompileJob& job) {
     CompileJob copy = job;

@@ -32,6 +32,9 @@ std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const Modul
                                            const CompileJob& staged,
                                            std::int64_t compile_start_ns);
 
+// The words joined by single spaces.
+std::string join_words(const std::vector<std::string>& words);
+
 // `text` with every occurrence of `from` replaced by `to`.
 std::string replace_all(std::string text, const std::string& from, const std::string& to);
 

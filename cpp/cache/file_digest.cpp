@@ -27,6 +27,8 @@ namespace {
 // come from the heap without being zeroed or faulted in page by page.
 constexpr std::size_t k_read_chunk = 64 << 10;
 constexpr std::size_t k_max_memo_entries = 1 << 16;
+constexpr std::int64_t k_ns_per_second = 1000000000;
+constexpr std::int64_t k_coarse_tick_ns = 2 * k_ns_per_second;
 
 using Version = std::tuple<dev_t, ino_t, off_t, long, long, long, long>;
 
@@ -44,22 +46,6 @@ struct Memory {
 Memory& memory() {
     static Memory* memo = new Memory();
     return *memo;
-}
-
-// Whether the version `st` describes is older than the filesystem clock's
-// current tick. A file changed within the current tick can change again
-// without a new mtime or ctime (same tick, same size): that version must not
-// be trusted from memory. Whole-second timestamps mean a coarse filesystem:
-// allow two seconds.
-bool settled(const struct stat& st) {
-    const auto ns = [](const struct timespec& time) {
-        return static_cast<std::int64_t>(time.tv_sec) * 1000000000 + time.tv_nsec;
-    };
-    struct timespec now {};
-    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    const bool whole_seconds = st.st_mtim.tv_nsec == 0 && st.st_ctim.tv_nsec == 0;
-    const std::int64_t tick = whole_seconds ? 2000000000 : 0;
-    return std::max(ns(st.st_mtim), ns(st.st_ctim)) + tick < ns(now);
 }
 
 std::optional<std::string> hash_fd(int fd, off_t expected_size) {
@@ -88,6 +74,22 @@ std::optional<std::string> hash_fd(int fd, off_t expected_size) {
 
 }  // namespace
 
+std::int64_t ns_of(const struct timespec& time) noexcept {
+    return static_cast<std::int64_t>(time.tv_sec) * k_ns_per_second + time.tv_nsec;
+}
+
+std::int64_t filesystem_now_ns() noexcept {
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    return ns_of(now);
+}
+
+bool changed_since(const struct stat& st, std::int64_t since_ns) noexcept {
+    const bool whole_seconds = st.st_mtim.tv_nsec == 0 && st.st_ctim.tv_nsec == 0;
+    const std::int64_t tick = whole_seconds ? k_coarse_tick_ns : 0;
+    return std::max(ns_of(st.st_mtim), ns_of(st.st_ctim)) + tick >= since_ns;
+}
+
 std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo) {
     const Version version = version_of(st);
     if (memo == Memo::use) {
@@ -105,7 +107,9 @@ std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo)
 }
 
 void remember_sha256(const struct stat& st, const std::string& sha256) {
-    if (!settled(st)) {
+    // A file changed within the current tick can change again without new
+    // times (same tick, same size): that version is not trusted from memory.
+    if (changed_since(st, filesystem_now_ns())) {
         return;
     }
     std::lock_guard<std::mutex> guard(memory().mutex);

@@ -13,10 +13,24 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace opweave::cache {
+
+// A timestamp in nanoseconds since the epoch.
+std::int64_t ns_of(const struct timespec& time) noexcept;
+
+// The current time as the filesystem's timestamps read it (the kernel's
+// coarse clock), in nanoseconds since the epoch.
+std::int64_t filesystem_now_ns() noexcept;
+
+// Whether the file `st` describes changed (mtime or ctime) at or after
+// `since_ns`, to the filesystem clock's tick: the same tick counts as
+// "after", since the times cannot tell. Whole-second timestamps mean a
+// coarse filesystem (FAT's are two seconds): then the tick is two seconds.
+bool changed_since(const struct stat& st, std::int64_t since_ns) noexcept;
 
 enum class Memo { use, bypass };
 

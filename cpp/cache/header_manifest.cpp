@@ -19,13 +19,6 @@ namespace opweave::cache {
 namespace {
 
 constexpr std::int64_t k_ns_per_second = 1000000000;
-// Filesystems with whole-second timestamps (and FAT's two seconds) need a
-// wider notion of "the same tick".
-constexpr std::int64_t k_coarse_tick_ns = 2 * k_ns_per_second;
-
-std::int64_t ns_of(const struct timespec& time) {
-    return static_cast<std::int64_t>(time.tv_sec) * k_ns_per_second + time.tv_nsec;
-}
 
 bool is_below(const std::filesystem::path& path, const std::filesystem::path& dir) {
     auto p = path.begin();
@@ -42,13 +35,10 @@ bool is_below(const std::filesystem::path& path, const std::filesystem::path& di
 
 // Whether the header's times leave open what the compiler read.
 bool is_racy(const struct stat& st, std::int64_t compile_start_ns, std::int64_t recorded_ns) {
-    const std::int64_t changed = std::max(ns_of(st.st_mtim), ns_of(st.st_ctim));
-    if (changed > recorded_ns + k_ns_per_second) {
+    if (std::max(ns_of(st.st_mtim), ns_of(st.st_ctim)) > recorded_ns + k_ns_per_second) {
         return false;  // from the future: the clocks disagree, the times say nothing
     }
-    const bool whole_seconds = st.st_mtim.tv_nsec == 0 && st.st_ctim.tv_nsec == 0;
-    const std::int64_t tick = whole_seconds ? k_coarse_tick_ns : 0;
-    return changed + tick >= compile_start_ns;
+    return changed_since(st, compile_start_ns);
 }
 
 // One dependency token of a rule line, unescaped; `i` moves past it.
@@ -122,12 +112,6 @@ std::vector<std::string> parse_depfile(std::string_view text) {
         }
     }
     return dependencies;
-}
-
-std::int64_t filesystem_now_ns() noexcept {
-    struct timespec now {};
-    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    return ns_of(now);
 }
 
 std::vector<HeaderRecord> record_headers(const std::vector<std::string>& dependencies,

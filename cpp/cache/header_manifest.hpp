@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/file_digest.hpp"
 #include "opweave/module_cache.hpp"
 
 namespace opweave::cache {
@@ -43,12 +44,9 @@ struct HeaderFilter {
     std::filesystem::path source;
 };
 
-// The current time as the filesystem's timestamps read it (the kernel's
-// coarse clock), in nanoseconds since the epoch.
-std::int64_t filesystem_now_ns() noexcept;
-
 // Records the headers among `dependencies` that `filter` keeps, for a
-// compile that started at `compile_start_ns` (filesystem_now_ns()). A header
+// compile that started at `compile_start_ns` (filesystem_now_ns(), in
+// file_digest.hpp). A header
 // that cannot be read is recorded without a hash (so the entry is rebuilt
 // next time, when it will have settled). Duplicates are recorded once.
 std::vector<HeaderRecord> record_headers(const std::vector<std::string>& dependencies,

@@ -101,11 +101,10 @@ std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler
                        error.exit_status());
 }
 
-}  // namespace
-
-std::string module_key_material(const Compiler& compiler, const CompileJob& job,
-                                std::string_view extra) {
-    const CompileJob keyed = cache::absolute_dirs(job);
+// module_key_material and module_key of a job whose directories are
+// already absolute (build_module normalises the job once).
+std::string material_of(const Compiler& compiler, const CompileJob& keyed,
+                        std::string_view extra) {
     std::string text = "layout: " + std::to_string(k_module_layout_version) + "\n";
     text += compiler.identity().key_material();
     text += describe_list("flags", keyed.flags);
@@ -120,9 +119,8 @@ std::string module_key_material(const Compiler& compiler, const CompileJob& job,
     return text;
 }
 
-std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
-                       std::string_view extra) {
-    const CompileJob keyed = cache::absolute_dirs(job);
+std::string key_of(std::string_view source, const Compiler& compiler, const CompileJob& keyed,
+                   std::string_view extra) {
     KeyHasher hasher;
     hasher.add("layout", std::to_string(k_module_layout_version));
     hasher.add("compiler", compiler.identity().key_material());
@@ -137,10 +135,22 @@ std::string module_key(std::string_view source, const Compiler& compiler, const 
     return hasher.hex_digest();
 }
 
+}  // namespace
+
+std::string module_key_material(const Compiler& compiler, const CompileJob& job,
+                                std::string_view extra) {
+    return material_of(compiler, cache::absolute_dirs(job), extra);
+}
+
+std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
+                       std::string_view extra) {
+    return key_of(source, compiler, cache::absolute_dirs(job), extra);
+}
+
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor) {
     const CompileJob job = cache::absolute_dirs(request.job);
-    const std::string key = module_key(request.source, compiler, job, request.extra);
+    const std::string key = key_of(request.source, compiler, job, request.extra);
     const std::filesystem::path entry_dir = cache.entry_dir(key);
     std::vector<CacheEvent> prelude_events;
     const BuildFn build = [&](const std::filesystem::path& staging) {
@@ -169,7 +179,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
         name_library_after_content(staging);
         record.kind = "module";
         record.label = request.label;
-        record.key_material = module_key_material(compiler, job, request.extra);
+        record.key_material = material_of(compiler, job, request.extra);
         record.command = cache::display_command(result, staging, entry_dir);
         record.compile_seconds = result.seconds;
         return record;

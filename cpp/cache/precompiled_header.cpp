@@ -33,14 +33,6 @@ bool contains(std::string_view text, std::string_view part) {
     return text.find(part) != std::string_view::npos;
 }
 
-std::string join_words(const std::vector<std::string>& words) {
-    std::string text;
-    for (const std::string& word : words) {
-        text += (text.empty() ? "" : " ") + word;
-    }
-    return text;
-}
-
 // "Python.h numpy/arrayobject.h": the headers a prelude's text includes.
 std::string included_names(std::string_view text) {
     std::vector<std::string> names;
@@ -56,7 +48,7 @@ std::string included_names(std::string_view text) {
         names.emplace_back(text.substr(open + 1, close - open - 1));
         at = close;
     }
-    return join_words(names);
+    return cache::join_words(names);
 }
 
 }  // namespace
@@ -72,8 +64,8 @@ std::string prelude_key_material(const Compiler& compiler, const CompileJob& job
     const CompileJob keyed = cache::absolute_dirs(job);
     std::string text = "prelude layout: " + std::to_string(k_prelude_layout_version) + "\n";
     text += compiler.identity().key_material();
-    text += "flags: " + join_words(keyed.flags) + "\n";
-    text += "include_dirs: " + join_words(keyed.include_dirs) + "\n";
+    text += "flags: " + cache::join_words(keyed.flags) + "\n";
+    text += "include_dirs: " + cache::join_words(keyed.include_dirs) + "\n";
     text += "opt_level: " + std::to_string(static_cast<int>(keyed.opt_level)) + "\n";
     text += "debug_info: " + std::to_string(static_cast<int>(keyed.debug_info)) + "\n";
     text += "extra: ";

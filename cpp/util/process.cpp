@@ -35,7 +35,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -286,33 +285,20 @@ constexpr int k_lifeline_fd = 3;
 constexpr auto k_monitor_interval = std::chrono::milliseconds(50);
 
 // Under the guard, a program that cannot be run would only show as the
-// shell's exit status 127; look for it first, as execvp() would, so that
-// the caller gets the same error as without the guard.
+// shell's exit status 127; check it first, so that the caller gets the same
+// error as without the guard. Compilers and launchers are resolved to full
+// paths before they get here; a bare name is left to the shell's PATH.
 void require_runnable(const std::string& program) {
-    const auto runnable = [](const std::string& path) {
-        struct stat st {};
-        return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-               ::access(path.c_str(), X_OK) == 0;
-    };
-    if (program.find('/') != std::string::npos) {
-        if (!runnable(program)) {
-            throw Error("cannot run '" + program + "': " + errno_text(errno == 0 ? EACCES : errno));
-        }
+    struct stat st {};
+    if (program.find('/') == std::string::npos) {
         return;
     }
-    const char* path = std::getenv("PATH");
-    std::string dirs = path != nullptr ? path : "/bin:/usr/bin";
-    std::size_t begin = 0;
-    while (begin <= dirs.size()) {
-        std::size_t end = dirs.find(':', begin);
-        end = end == std::string::npos ? dirs.size() : end;
-        const std::string dir = dirs.substr(begin, end - begin);
-        if (!dir.empty() && runnable(dir + "/" + program)) {
-            return;
-        }
-        begin = end + 1;
+    if (::stat(program.c_str(), &st) != 0) {
+        throw Error("cannot run '" + program + "': " + errno_text(errno));
     }
-    throw Error("cannot run '" + program + "': " + errno_text(ENOENT));
+    if (!S_ISREG(st.st_mode) || ::access(program.c_str(), X_OK) != 0) {
+        throw Error("cannot run '" + program + "': " + errno_text(EACCES));
+    }
 }
 
 std::vector<std::string> guarded(const std::vector<std::string>& argv) {
