@@ -8,9 +8,13 @@
 #include <unordered_set>
 
 #include "assembly/source_writer.hpp"
+#include "opweave/graph_abi.h"
 #include "opweave/hash.hpp"
 
 namespace opweave {
+
+static_assert(k_graph_layout_version == OPWEAVE_GRAPH_ABI_VERSION,
+              "the generated layout and the graph ABI share one version");
 
 namespace {
 
@@ -73,7 +77,7 @@ constexpr const char* k_module_tail =
     "    PyObject* done = opweave_module_init();\n"
     "    if (done == NULL) { return -1; }\n"
     "    Py_DECREF(done);\n"
-    "    PyObject* abi = PyCapsule_New((void*)&opweave_abi_table, \"opweave.graph_abi.v1\", NULL);\n"
+    "    PyObject* abi = PyCapsule_New((void*)&opweave_abi_table, OPWEAVE_ABI_CAPSULE, NULL);\n"
     "    if (abi == NULL) { return -1; }\n"
     "    int status = PyModule_AddObjectRef(module, \"abi\", abi);\n"
     "    Py_DECREF(abi);\n"
@@ -217,6 +221,8 @@ void write_struct(SourceWriter& out, const ModuleSpec& spec) {
 }
 
 void write_abi(SourceWriter& out, const ModuleSpec& spec) {
+    out.raw("#define OPWEAVE_ABI_CAPSULE \"opweave.graph_abi.v" +
+            std::to_string(k_graph_layout_version) + "\"\n");
     out.raw(k_abi_glue);
     out.raw("\nstatic const opweave_graph_abi opweave_abi_table = {\n    " +
             std::to_string(k_graph_layout_version) + ", " + std::to_string(spec.n_inputs) +

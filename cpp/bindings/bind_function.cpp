@@ -40,10 +40,13 @@ struct FunctionObject {
 
 constexpr std::size_t k_stack_outputs = 8;
 
-// Runs the graph on `args` (exactly n_inputs of them). Returns the result,
-// or NULL with an exception set and *failed_block the id of the failing block
-// (0 when the failure is not the graph's own).
-PyObject* run_graph(FunctionObject* self, PyObject* const* args, int* failed_block) {
+// Runs the graph on `args` (exactly n_inputs of them). `offered` is NULL or
+// n_outputs borrowed objects to offer as the outputs' storage (None: nothing
+// offered for that output). Returns the result, or NULL with an exception
+// set and *failed_block the id of the failing block (0 when the failure is
+// not the graph's own).
+PyObject* run_graph(FunctionObject* self, PyObject* const* args, PyObject* const* offered,
+                    int* failed_block) {
     *failed_block = 0;
     if (self->running) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -61,7 +64,8 @@ PyObject* run_graph(FunctionObject* self, PyObject* const* args, int* failed_blo
         }
     }
     for (std::size_t i = 0; i < n_outputs; ++i) {
-        outputs[i] = NULL;
+        // The module takes over the references it is offered.
+        outputs[i] = offered == NULL || offered[i] == Py_None ? NULL : Py_NewRef(offered[i]);
     }
     self->running = 1;
     int status = self->abi->run(self->graph, args, outputs);
@@ -150,7 +154,7 @@ PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t 
     const bool plain = kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0;
     if (plain && nargs == self->abi->n_inputs) {
         int failed_block = 0;
-        PyObject* result = run_graph(self, args, &failed_block);
+        PyObject* result = run_graph(self, args, NULL, &failed_block);
         if (result != NULL || self->trust_input || self->fallback == NULL || failed_block == 0) {
             return result;
         }
@@ -313,7 +317,44 @@ PyObject* function_call_exact(PyObject* object, PyObject* const* args, Py_ssize_
         return NULL;
     }
     int failed_block = 0;
-    return run_graph(self, args, &failed_block);
+    return run_graph(self, args, NULL, &failed_block);
+}
+
+// call_with_outputs(inputs, outputs): call_exact on `inputs`, offering the
+// objects in `outputs` (None: nothing) as the outputs' storage.
+PyObject* function_call_with_outputs(PyObject* object, PyObject* const* args, Py_ssize_t nargs) {
+    auto* self = reinterpret_cast<FunctionObject*>(object);
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "call_with_outputs takes 2 arguments (inputs, outputs), "
+                     "got %zd", nargs);
+        return NULL;
+    }
+    if (self->impl != NULL) {
+        PyErr_SetString(PyExc_TypeError, "call_with_outputs needs a compiled graph module");
+        return NULL;
+    }
+    PyObject* inputs = PySequence_Fast(args[0], "inputs must be a sequence");
+    if (inputs == NULL) {
+        return NULL;
+    }
+    PyObject* outputs = PySequence_Fast(args[1], "outputs must be a sequence");
+    PyObject* result = NULL;
+    if (outputs == NULL) {
+        // fall through to the release below
+    } else if (PySequence_Fast_GET_SIZE(inputs) != self->abi->n_inputs) {
+        PyErr_Format(PyExc_TypeError, "expected %d inputs, got %zd", self->abi->n_inputs,
+                     PySequence_Fast_GET_SIZE(inputs));
+    } else if (PySequence_Fast_GET_SIZE(outputs) != self->abi->n_outputs) {
+        PyErr_Format(PyExc_TypeError, "expected %d outputs, got %zd", self->abi->n_outputs,
+                     PySequence_Fast_GET_SIZE(outputs));
+    } else {
+        int failed_block = 0;
+        result = run_graph(self, PySequence_Fast_ITEMS(inputs), PySequence_Fast_ITEMS(outputs),
+                           &failed_block);
+    }
+    Py_XDECREF(outputs);
+    Py_DECREF(inputs);
+    return result;
 }
 
 PyObject* get_trust_input(PyObject* object, void*) {
@@ -342,6 +383,12 @@ PyMethodDef function_methods[] = {
      METH_FASTCALL,
      "call_exact(*inputs): runs the function on inputs that are already exact values of the\n"
      "input types, without converting them or calling the fallback."},
+    {"call_with_outputs",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(function_call_with_outputs)),
+     METH_FASTCALL,
+     "call_with_outputs(inputs, outputs): call_exact(*inputs), offering each object of\n"
+     "outputs (None: nothing) as that output's storage. A compiled op may write its result\n"
+     "into the object it is offered (a preallocated output) or replace it."},
     {NULL, NULL, 0, NULL},
 };
 

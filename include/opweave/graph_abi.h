@@ -9,8 +9,8 @@
 #ifndef OPWEAVE_GRAPH_ABI_H
 #define OPWEAVE_GRAPH_ABI_H
 
-#define OPWEAVE_GRAPH_ABI_VERSION 1
-#define OPWEAVE_GRAPH_ABI_CAPSULE "opweave.graph_abi.v1"
+#define OPWEAVE_GRAPH_ABI_VERSION 2
+#define OPWEAVE_GRAPH_ABI_CAPSULE "opweave.graph_abi.v2"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,11 +27,18 @@ typedef struct opweave_graph_abi {
      * `orphans` holds n_orphans borrowed objects (constants' values).
      * Returns NULL with a Python exception set on failure. */
     void* (*create)(struct _object* const* orphans);
-    /* Runs the graph on n_inputs borrowed objects. On success returns 0 and
-     * stores n_outputs new references in `outputs`. On failure returns the id
-     * of the failing block (> 0) with a Python exception set; `outputs` may
-     * hold some new references (the caller releases them) and NULLs. The
-     * caller sets every output slot to NULL before the call. */
+    /* Runs the graph on n_inputs borrowed objects.
+     *
+     * On entry each of the n_outputs slots of `outputs` holds NULL or a new
+     * reference to an object the caller offers as that output's storage (a
+     * preallocated output); the module takes those references over. An op
+     * may write its result into the offered object, or replace it. NULL
+     * everywhere gives every output fresh storage (version 1's behaviour).
+     *
+     * On success returns 0 and stores n_outputs new references in `outputs`.
+     * On failure returns the id of the failing block (> 0) with a Python
+     * exception set; `outputs` may hold some new references (the caller
+     * releases them) and NULLs. */
     int (*run)(void* graph, struct _object* const* inputs, struct _object** outputs);
     /* Runs the struct's cleanup code and frees it. */
     void (*destroy)(void* graph);

@@ -32,9 +32,9 @@
 
 namespace opweave {
 
-// Version of the generated module's layout and ABI. It is part of the text
-// (and so of every key).
-inline constexpr int k_graph_layout_version = 1;
+// Version of the generated module's layout and ABI (OPWEAVE_GRAPH_ABI_VERSION
+// in graph_abi.h). It is part of the text (and so of every key).
+inline constexpr int k_graph_layout_version = 2;
 
 // Where a fragment of generated code came from.
 struct CodeOrigin {

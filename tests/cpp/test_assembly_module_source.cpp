@@ -93,7 +93,7 @@ OPWEAVE_TEST(duplicates_dropped_for_support_code_headers_and_init_code) {
     CHECK_EQ(count(text, "import_array();"), 1u);
     CHECK(at(text, "import_array();") < at(text, "APPLY_INIT"));
     CHECK(text.find("PyInit_opweave_graph") != std::string::npos);
-    CHECK(text.find("\"opweave.graph_abi.v1\"") != std::string::npos);
+    CHECK(text.find("\"opweave.graph_abi.v2\"") != std::string::npos);
 }
 
 OPWEAVE_TEST(line_map_points_at_each_fragment) {

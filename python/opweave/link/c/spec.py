@@ -5,8 +5,10 @@ turns into one C++ module (see include/opweave/module_source.hpp).
 Variables get the C names ``V1, V2, ...`` (inputs first, then node outputs in
 topological order, then constants); ``py_V<n>`` is the Python object.
 Inputs, outputs and the code of each node live in run(): inputs are extracted
-from ``__inputs`` on each call, outputs start empty each call (so two calls
-never share an output) and are synced to ``__outputs``. Constants and
+from ``__inputs`` on each call. An output starts as the object the caller
+offers in its ``__outputs`` slot (a preallocated output, extracted like an
+input), or empty when the slot is NULL, as it is on every ordinary call (so
+two calls never share an output); it is synced back to ``__outputs``. Constants and
 intermediate results live in the struct: constants are extracted once when
 the function is created, and intermediates keep their storage between calls,
 as in PyTensor.
@@ -213,9 +215,12 @@ class _Builder:
     # --- blocks --------------------------------------------------------------
 
     def sync_outputs(self, variable: Variable) -> str:
+        """Stores ``variable`` in its output slots, releasing whatever the
+        caller offered there that the graph did not use."""
         name = self.names[id(variable)]
         return "".join(
-            f"__outputs[{slot}] = py_{name}; Py_INCREF(py_{name});\n"
+            f"Py_XDECREF(__outputs[{slot}]);\n__outputs[{slot}] = py_{name};\n"
+            f"Py_INCREF(py_{name});\n"
             for slot in self.output_slots.get(id(variable), [])
         )
 
@@ -247,19 +252,31 @@ class _Builder:
         )
 
     def add_output(self, variable: Variable) -> None:
+        """An output computed by a node: its storage is what the caller
+        offers in its (first) slot, taken over, or None."""
         name, block = self.names[id(variable)], self.new_id()
         self.block_names[block] = f"output {self.describe(variable)}"
         sub = self.type_sub(name, block, fail_run(block))
         check = self.check_for_variable(variable)
         declare = self.type_code(variable, "c_declare", sub, check_input=check)
         init = self.type_code(variable, "c_init", sub)
+        extract = self.type_code(variable, "c_extract", sub, check_input=check)
         sync = self.type_code(variable, "c_sync", sub)
         cleanup = self.type_code(variable, "c_cleanup", sub)
+        slot = self.output_slots[id(variable)][0]
+        take = (
+            f"py_{name} = __outputs[{slot}];\n__outputs[{slot}] = NULL;\n"
+            f"if (py_{name} == NULL) {{\npy_{name} = Py_None;\nPy_INCREF(py_{name});\n}}\n"
+        )
         self.run_blocks.append(
             (
                 block,
                 (f"PyObject* py_{name};\n" + declare[0], declare[1]),
-                (f"py_{name} = Py_None;\nPy_INCREF(py_{name});\n" + init[0], init[1]),
+                (
+                    f"{take}if (py_{name} == Py_None) {{\n{init[0]}\n}} else {{\n"
+                    f"{extract[0]}\n}}\n",
+                    extract[1] if extract[0] else init[1],
+                ),
                 (
                     f"if (!__failure) {{\n{sync[0]}\n{self.sync_outputs(variable)}}}\n{cleanup[0]}"
                     f"Py_XDECREF(py_{name});\n",
