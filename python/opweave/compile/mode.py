@@ -77,6 +77,7 @@ def _linker_name(linker: Any) -> Any:
     """A linker given as an object (``CLinker()``, ``OpWiseCLinker()``) or a
     PyTensor name (``"cvm"``), as one of the names in ``_LINKERS``."""
     if not isinstance(linker, str):
+        from opweave.link.basic import PerformLinker
         from opweave.link.c.basic import CLinker
         from opweave.link.c.opwise import OpWiseCLinker
 
@@ -84,8 +85,13 @@ def _linker_name(linker: Any) -> Any:
             return "c"
         if isinstance(linker, OpWiseCLinker):
             return "c|py"
+        if isinstance(linker, PerformLinker):
+            return "py"
         kind = type(linker).__name__
-        raise TypeError(f"linker must be a name, a CLinker or an OpWiseCLinker, got {kind}")
+        raise TypeError(
+            "linker must be a name, a CLinker, an OpWiseCLinker or a PerformLinker, "
+            f"got {kind}"
+        )
     if linker in _LINKERS or linker in _LATER:
         return linker
     return _NAMED.get(linker, linker)

@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 from opweave.graph.basic import Apply, Constant, Variable, io_toposort
 from opweave.graph.fg import FunctionGraph
-from opweave.link.c.opwise import NodeThunk, OpWiseCLinker, has_perform, perform_thunk
+from opweave.link.basic import NodeThunk, has_perform, perform_thunk
+from opweave.link.c.opwise import OpWiseCLinker
 
 __all__ = ["Prepared", "fold_constants", "prepare", "protect_outputs", "view_root"]
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from opweave.graph.basic import Constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.c.opwise import NodeThunk
+from opweave.link.basic import NodeThunk
+from opweave.link.callable import add_note
 
 __all__ = ["NodeRunner"]
 
@@ -39,7 +40,7 @@ class NodeRunner:
             try:
                 results = thunk([storage[i] for i in inputs])
             except Exception as error:
-                error.add_note(f"raised by node {index} ({node.op})")
+                add_note(error, f"raised by node {index} ({node.op})")
                 raise
             storage.update(zip(outputs, results, strict=True))
         results = [storage[i] for i in self.output_ids]

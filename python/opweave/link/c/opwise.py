@@ -12,64 +12,21 @@ the module cache.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from opweave import _core
 from opweave.graph.basic import Apply, Constant, Variable
 from opweave.graph.fg import FunctionGraph
-from opweave.graph.op import Op
+from opweave.link.basic import NodeThunk, has_perform, perform_thunk
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.spec import MissingCCode
+from opweave.link.callable import InputBinding, compiled_function
 
 __all__ = ["NodeThunk", "OpWiseCLinker", "has_perform", "perform_thunk"]
-
-NodeThunk = Callable[[Sequence[Any]], list[Any]]
-"""Runs one node: input values in, output values out."""
-
-
-def has_perform(op: Any) -> bool:
-    """True if ``op`` has a Python implementation."""
-    perform = getattr(type(op), "perform", None)
-    return perform is not None and perform is not Op.perform
-
-
-def perform_thunk(node: Apply) -> NodeThunk:
-    """Runs ``node.op.perform`` and checks that every output was set."""
-    op, n_out = node.op, len(node.outputs)
-
-    def run(values: Sequence[Any]) -> list[Any]:
-        cells: list[list[Any]] = [[None] for _ in range(n_out)]
-        op.perform(node, list(values), cells)
-        for position, cell in enumerate(cells):
-            if cell[0] is None:
-                raise ValueError(f"{op}.perform did not set output {position}")
-        return [cell[0] for cell in cells]
-
-    return run
 
 
 def _is_float16(variable: Variable) -> bool:
     return getattr(variable.type, "dtype", None) == "float16"
-
-
-class _NodeInputs:
-    """Converts the values a node receives when its module refuses them
-    (e.g. a Python float from ``perform`` where C wants an exact type)."""
-
-    def __init__(self, variables: list[Variable]) -> None:
-        self.variables = variables
-        self.function: Any = lambda: None
-
-    def __call__(self, args: tuple, kwargs: Any, error: Any, failed_block: int) -> Any:
-        if error is not None and failed_block > len(self.variables):
-            raise error
-        values = [v.type.filter(x, strict=False) for v, x in zip(self.variables, args, strict=True)]
-        function = self.function()
-        if function is None:
-            raise ReferenceError("the opweave function was deleted")
-        return function.call_exact(*values)
 
 
 class OpWiseCLinker:
@@ -91,18 +48,14 @@ class OpWiseCLinker:
             compiled = CLinker().accept(fgraph).compile()
         except MissingCCode:  # an op or type of the node has no C code
             return None
-        fallback = _NodeInputs(fgraph.inputs)
-        function = _core.Function(
-            module=compiled.module,
-            orphans=compiled.orphans,
-            unpack_single=False,
-            fallback=fallback,
-        )
-        fallback.function = weakref.ref(function)
-        call = function  # inexact values go through the fallback's filter
+        binding = InputBinding(fgraph.inputs, f"the C code of {node.op}")
+        function = compiled_function(compiled, binding, single=False)
 
-        def run(values: Sequence[Any]) -> list[Any]:
-            return call(*[values[p] for p in positions])
+        def run(values: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[Any]:
+            inputs = [values[p] for p in positions]
+            if outputs is None:
+                return function(*inputs)  # inexact values go through the fallback
+            return function.call_with_outputs(inputs, outputs)
 
         run.function = function  # type: ignore[attr-defined]  # keeps it alive
         run.outcome = compiled.outcome  # type: ignore[attr-defined]

@@ -1,0 +1,140 @@
+"""From a compiled graph to a callable :class:`opweave._core.Function`.
+
+One path for every compiled module: the whole-graph linker, each node's own
+module in the per-node linker, and DebugMode's C thunks. Inputs that are
+already exact values of their types go straight to C, where the types'
+``c_extract`` code checks them. When that check fails, the Function calls its
+:class:`Fallback`, which binds the arguments to the graph's inputs, converts
+them with ``Type.filter`` (or raises a TypeError naming the input) and calls
+again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from opweave import _core
+from opweave.graph.basic import Variable
+
+__all__ = ["Fallback", "InputBinding", "add_note", "compiled_function"]
+
+_MISSING = object()
+
+
+def add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)`` where Python has it (3.11 and later)."""
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+
+
+class InputBinding:
+    """Binds call arguments to a graph's input variables and converts them
+    with their types' ``filter``. ``label`` names the callable in errors
+    (e.g. ``"function 'f'"``)."""
+
+    def __init__(
+        self, variables: Sequence[Variable], label: str, allow_downcast: bool | None = None
+    ) -> None:
+        self.variables = list(variables)
+        self.label = label
+        self.allow_downcast = allow_downcast
+        self.positions = {v.name: i for i, v in enumerate(self.variables) if v.name}
+
+    def describe(self, position: int) -> str:
+        """``input <n> ('<name>') of type <type>``."""
+        variable = self.variables[position]
+        named = f" ({variable.name!r})" if variable.name else ""
+        return f"input {position}{named} of type {variable.type}"
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any] | None) -> list[Any]:
+        """The value of each input, from positional and keyword arguments;
+        a TypeError naming the inputs for a wrong call."""
+        expected = len(self.variables)
+        names = ", ".join(v.name or f"<input {i}>" for i, v in enumerate(self.variables))
+        if len(args) > expected:
+            raise TypeError(f"{self.label} takes {expected} inputs ({names}), got {len(args)}")
+        values: list[Any] = list(args) + [_MISSING] * (expected - len(args))
+        for key, value in (kwargs or {}).items():
+            position = self.positions.get(key)
+            if position is None:
+                raise TypeError(f"{self.label} has no input named {key!r}; its inputs: {names}")
+            if values[position] is not _MISSING:
+                raise TypeError(f"{self.label} got input {key!r} twice")
+            values[position] = value
+        missing = [self.describe(i) for i, v in enumerate(values) if v is _MISSING]
+        if missing:
+            raise TypeError(
+                f"{self.label} is missing {', '.join(missing)} "
+                f"(it takes {expected} inputs: {names})"
+            )
+        return values
+
+    def filter(self, values: Sequence[Any]) -> list[Any]:
+        """Each value converted by its input's type; a TypeError naming the
+        input it does not fit."""
+        converted = []
+        for position, (variable, value) in enumerate(zip(self.variables, values, strict=True)):
+            try:
+                converted.append(
+                    variable.type.filter(value, strict=False, allow_downcast=self.allow_downcast)
+                )
+            except (TypeError, ValueError) as error:
+                raise TypeError(
+                    f"bad argument for {self.describe(position)} of {self.label}: {error}"
+                ) from error
+        return converted
+
+
+class Fallback:
+    """What a compiled Function does with a call its C code did not accept:
+    an error raised by a node's code is re-raised with a note naming the
+    node; a call with keywords, a wrong count or inexact inputs is bound,
+    converted and run again."""
+
+    def __init__(self, binding: InputBinding, block_names: dict[int, str]) -> None:
+        self.binding = binding
+        self.block_names = block_names
+        # A weak reference: the Function owns this fallback, and a cycle would
+        # delay freeing the compiled struct until the garbage collector runs.
+        self.function: Any = lambda: None
+
+    def __call__(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        error: BaseException | None,
+        failed_block: int,
+    ) -> Any:
+        if error is not None and failed_block > len(self.binding.variables):
+            where = self.block_names.get(failed_block)
+            if where:
+                add_note(error, f"raised by the C code of {where}")
+            raise error
+        values = self.binding.filter(self.binding.bind(args, kwargs))
+        function = self.function()
+        if function is None:
+            raise ReferenceError("the opweave function was deleted")
+        try:
+            return function.call_exact(*values)
+        except Exception as retry_error:
+            if error is not None:
+                add_note(retry_error, "(the inputs had been converted with Type.filter)")
+            raise
+
+
+def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any:
+    """A :class:`opweave._core.Function` running ``compiled`` (a
+    :class:`~opweave.link.c.basic.CompiledGraph`): one instance of its
+    struct, the fallback above, and the module's source, library and cache
+    outcome as attributes."""
+    fallback = Fallback(binding, compiled.block_names)
+    fn = _core.Function(
+        module=compiled.module, orphans=compiled.orphans, unpack_single=single, fallback=fallback
+    )
+    fallback.function = weakref.ref(fn)
+    fn.source = compiled.source
+    fn.library = compiled.library
+    fn.cache_outcome = compiled.outcome
+    return fn
