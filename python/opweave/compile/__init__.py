@@ -1,5 +1,6 @@
 """Compiling graphs into callables: :func:`function` and the modes, and the
-built-in ops :class:`ViewOp` and :class:`DeepCopyOp` (loaded on first use)."""
+built-in ops :class:`ViewOp` and :class:`DeepCopyOp` and :class:`DebugMode`
+(loaded on first use)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,16 @@ _OPS = (
     "view_op",
 )
 
-__all__ = ["Function", "Mode", "function", "get_mode", *_OPS]
+__all__ = ["DebugMode", "Function", "Mode", "function", "get_mode", *_OPS]
 
 
 def __getattr__(name: str) -> Any:
     # The built-in ops register the C code of the tensor and scalar types, so
     # they are imported only when asked for.
+    if name == "DebugMode":
+        from opweave.compile.debugmode import DebugMode
+
+        return DebugMode
     if name in _OPS:
         from opweave.compile import ops
 

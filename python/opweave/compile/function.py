@@ -50,13 +50,19 @@ def function(
     output_list = [outputs] if single else list(outputs)  # type: ignore[arg-type]
     chosen = get_mode(mode)
     fgraph = FunctionGraph(list(inputs), output_list)
-    prepared = prepare(fgraph, chosen.linker, chosen.folds_constants)
+    # DebugMode runs nodes like the per-node linker, and folds like it.
+    linker = "c|py" if chosen.linker == "debug" else chosen.linker
+    prepared = prepare(fgraph, linker, chosen.folds_constants)
     if any(a is not b for a, b in zip(prepared.outputs, output_list, strict=True)):
         fgraph = FunctionGraph(list(inputs), prepared.outputs)
     bound = InputBinding(
         fgraph.inputs, f"function {name!r}" if name else "function", allow_input_downcast
     )
-    if chosen.linker != "c":
+    if chosen.linker == "debug":
+        from opweave.compile.debugmode import debug_function
+
+        fn = debug_function(fgraph, bound, single, chosen)  # type: ignore[arg-type]
+    elif chosen.linker != "c":
         fn = _node_function(fgraph, bound, single, chosen.linker)
     elif prepared.copy_in_python:
         inner = _compiled_function(fgraph, bound, single=False)
@@ -89,9 +95,7 @@ def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
     return fn
 
 
-def _node_function(
-    fgraph: FunctionGraph, bound: InputBinding, single: bool, linker: str
-) -> Any:
+def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, linker: str) -> Any:
     """The Python loop over the nodes: ``perform`` everywhere (``"py"``), or
     each node's own module where it has C code (``"c|py"``)."""
     from opweave.compile.runner import NodeRunner

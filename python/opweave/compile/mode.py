@@ -8,6 +8,9 @@
   (:mod:`opweave.link.c.opwise`).
 - ``Mode(linker="py")`` or ``mode="py"``: every node runs its Python
   ``perform``.
+- ``mode="DebugMode"`` (or ``"DEBUG_MODE"``, or a
+  :class:`~opweave.compile.debugmode.DebugMode`): every node runs both, and
+  DebugMode checks what each does.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ _NAMED = {
     "C_VM": "c|py",
     "vm": "c|py",
 }
-_LATER = {"DebugMode", "DEBUG_MODE"}
+_DEBUG = ("DebugMode", "DEBUG_MODE")
 
 
 class Mode:
@@ -45,8 +48,6 @@ class Mode:
 
     def __init__(self, linker: Any = "c", optimizer: Any = "default") -> None:
         linker = _linker_name(linker)
-        if linker in _LATER:
-            raise NotImplementedError(f"linker {linker!r} is not available yet in opweave")
         if linker not in _LINKERS:
             raise ValueError(f"unknown linker {linker!r}; expected one of {', '.join(_LINKERS)}")
         self.linker = linker
@@ -89,10 +90,9 @@ def _linker_name(linker: Any) -> Any:
             return "py"
         kind = type(linker).__name__
         raise TypeError(
-            "linker must be a name, a CLinker, an OpWiseCLinker or a PerformLinker, "
-            f"got {kind}"
+            f"linker must be a name, a CLinker, an OpWiseCLinker or a PerformLinker, got {kind}"
         )
-    if linker in _LINKERS or linker in _LATER:
+    if linker in _LINKERS:
         return linker
     return _NAMED.get(linker, linker)
 
@@ -104,10 +104,12 @@ def get_mode(mode: str | Mode | None) -> Mode:
     if isinstance(mode, Mode):
         return mode
     if isinstance(mode, str):
-        if mode in _LATER:
-            raise NotImplementedError(f"mode {mode!r} is not available yet in opweave")
+        if mode in _DEBUG:
+            from opweave.compile.debugmode import DebugMode
+
+            return DebugMode()
         if mode in _NAMED:
             return Mode(_NAMED[mode])
-        known = ", ".join(repr(name) for name in _NAMED)
+        known = ", ".join(repr(name) for name in [*_NAMED, *_DEBUG])
         raise ValueError(f"unknown mode {mode!r}; expected a Mode or one of {known}")
     raise TypeError(f"mode must be a Mode, a string or None, got {type(mode).__name__}")

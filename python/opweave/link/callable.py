@@ -90,12 +90,19 @@ class InputBinding:
 class Fallback:
     """What a compiled Function does with a call its C code did not accept:
     an error raised by a node's code is re-raised with a note naming the
-    node; a call with keywords, a wrong count or inexact inputs is bound,
-    converted and run again."""
+    node (and, when an output's type rejected the value, the position of
+    that output as ``error.failed_output``); a call with keywords, a wrong
+    count or inexact inputs is bound, converted and run again."""
 
-    def __init__(self, binding: InputBinding, block_names: dict[int, str]) -> None:
+    def __init__(
+        self,
+        binding: InputBinding,
+        block_names: dict[int, str],
+        output_blocks: dict[int, int] | None = None,
+    ) -> None:
         self.binding = binding
         self.block_names = block_names
+        self.output_blocks = output_blocks or {}
         # A weak reference: the Function owns this fallback, and a cycle would
         # delay freeing the compiled struct until the garbage collector runs.
         self.function: Any = lambda: None
@@ -111,6 +118,9 @@ class Fallback:
             where = self.block_names.get(failed_block)
             if where:
                 add_note(error, f"raised by the C code of {where}")
+            if failed_block in self.output_blocks:
+                # The output's type rejected the value its op's code made.
+                error.failed_output = self.output_blocks[failed_block]  # type: ignore[attr-defined]
             raise error
         values = self.binding.filter(self.binding.bind(args, kwargs))
         function = self.function()
@@ -129,7 +139,7 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     :class:`~opweave.link.c.basic.CompiledGraph`): one instance of its
     struct, the fallback above, and the module's source, library and cache
     outcome as attributes."""
-    fallback = Fallback(binding, compiled.block_names)
+    fallback = Fallback(binding, compiled.block_names, compiled.output_blocks)
     fn = _core.Function(
         module=compiled.module, orphans=compiled.orphans, unpack_single=single, fallback=fallback
     )

@@ -124,7 +124,12 @@ def sync(
         + _raise(fail, f"{what} {ndim} dimensions, got %d", f"PyArray_NDIM({name})")
         + "}\n"
         + f"if ({_dtype_test(name, info)}) {{\n"
-        + _raise(fail, f"{what} dtype {info.name}, got type_num %d", f"PyArray_TYPE({name})")
+        + _raise(
+            fail,
+            f"{what} dtype {info.name}, got type_num %d (%s)",
+            f"PyArray_TYPE({name})",
+            f"PyArray_DESCR({name})->typeobj->tp_name",
+        )
         + "}\n"
         + _static_checks(name, fail, static_shape, what)
     )

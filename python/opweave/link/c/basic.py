@@ -53,6 +53,7 @@ class CompiledGraph(NamedTuple):
     outcome: str  # "hit", "built" or "built_by_other"
     orphans: list[Any]
     block_names: dict[int, str]
+    output_blocks: dict[int, int]  # run block id of an output -> its output position
 
 
 def _uniq(items: Sequence[str]) -> list[str]:
@@ -192,6 +193,7 @@ class CLinker:
             compiled.outcome,
             graph.orphans,
             graph.block_names,
+            graph.output_blocks,
         )
 
 

@@ -44,6 +44,7 @@ class GraphSpec(NamedTuple):
     origins: list[str]
     objects: list[Any]  # the ops and types, in order
     block_names: dict[int, str]  # run block id -> what it runs
+    output_blocks: dict[int, int]  # run block id of an output -> its output position
 
 
 def fail_run(block: int) -> str:
@@ -120,6 +121,7 @@ class _Builder:
         self.struct_blocks: list[tuple[Any, ...]] = []
         self.orphans: list[Any] = []
         self.block_names: dict[int, str] = {}
+        self.output_blocks: dict[int, int] = {}
         self.next_id = len(fgraph.inputs) + 1
         self.nodes = fgraph.toposort()
         self.output_slots: dict[int, list[int]] = {}
@@ -264,6 +266,7 @@ class _Builder:
         sync = self.type_code(variable, "c_sync", sub)
         cleanup = self.type_code(variable, "c_cleanup", sub)
         slot = self.output_slots[id(variable)][0]
+        self.output_blocks[block] = slot
         take = (
             f"py_{name} = __outputs[{slot}];\n__outputs[{slot}] = NULL;\n"
             f"if (py_{name} == NULL) {{\npy_{name} = Py_None;\nPy_INCREF(py_{name});\n}}\n"
@@ -439,8 +442,9 @@ class _Builder:
             n_outputs=len(self.fgraph.outputs),
             n_orphans=len(self.orphans),
         )
+        origins = [o[0] for o in self.origins]
         return GraphSpec(
-            spec, self.orphans, [o[0] for o in self.origins], objects, self.block_names
+            spec, self.orphans, origins, objects, self.block_names, self.output_blocks
         )
 
 

@@ -1,0 +1,1 @@
+"""PyTensor's package path to DebugMode: ``opweave.compile.debug.debugmode``."""
