@@ -72,6 +72,16 @@ void SourceWriter::line_directive(int line, std::string_view file) {
     raw("#line " + std::to_string(line) + " \"" + escaped(file) + "\"\n");
 }
 
+void SourceWriter::source_directive(int line) {
+    raw("#line " + std::to_string(line) + " " + k_source_macro + "\n");
+}
+
+void SourceWriter::source_preamble() {
+    raw(std::string("#ifndef ") + k_source_macro + "\n#define " + k_source_macro + " \"" +
+        escaped(m_source_name) + "\"\n#endif\n");
+    source_directive(m_line + 1);
+}
+
 void SourceWriter::fragment(const CodeFragment& fragment) {
     if (fragment.text.empty()) {
         return;
@@ -91,7 +101,7 @@ void SourceWriter::fragment(const CodeFragment& fragment) {
     }
     if (from_file || has_line_directive(fragment.text)) {
         // The directive's own line is m_line; the line after it is m_line + 1.
-        line_directive(m_line + 1, m_source_name);
+        source_directive(m_line + 1);
     }
 }
 

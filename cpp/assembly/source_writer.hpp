@@ -15,8 +15,18 @@ class SourceWriter {
 public:
     SourceWriter(const std::vector<CodeOrigin>& origins, std::string source_name);
 
+    // The name of the macro that holds the path of the generated source:
+    // the module's own lines are attributed to it, so that a build can name
+    // the file where the cache keeps the source (-D<macro>="<path>") and a
+    // compiler diagnostic, debug information or a sanitizer report cites a
+    // path that exists. Without the flag it is `source_name`.
+    static constexpr const char* k_source_macro = "OPWEAVE_MODULE_SOURCE";
+
     // opweave's own text, written as is.
     void raw(std::string_view text);
+    // The macro's default and a #line directive attributing what follows to
+    // it; written once, at the top.
+    void source_preamble();
     // A user fragment on lines of its own, recorded in the line map.
     void fragment(const CodeFragment& fragment);
 
@@ -26,6 +36,7 @@ public:
 private:
     void start_line();
     void line_directive(int line, std::string_view file);
+    void source_directive(int line);
 
     const std::vector<CodeOrigin>& m_origins;
     std::string m_source_name;

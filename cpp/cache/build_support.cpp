@@ -18,6 +18,22 @@ void make_absolute(std::vector<std::string>& dirs) {
     }
 }
 
+// `word` as one word of a POSIX shell command line: as is when it holds only
+// characters the shell leaves alone, else in single quotes.
+std::string shell_quoted(const std::string& word) {
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_-+=/.,:@%") == std::string::npos;
+    if (plain) {
+        return word;
+    }
+    std::string quoted = "'";
+    for (char c : word) {
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return quoted + "'";
+}
+
 }  // namespace
 
 std::string join_words(const std::vector<std::string>& words) {
@@ -47,7 +63,11 @@ std::string display_command(const CompileResult& result, const std::filesystem::
                             const std::filesystem::path& entry) {
     std::string command;
     for (const auto& words : result.commands) {
-        command += (command.empty() ? "" : "\n") + join_words(words);
+        std::string line;
+        for (const std::string& word : words) {
+            line += (line.empty() ? "" : " ") + shell_quoted(word);
+        }
+        command += (command.empty() ? "" : "\n") + line;
     }
     return replace_all(command, staging.string(), entry.string());
 }

@@ -20,7 +20,8 @@ namespace opweave::cache {
 CompileJob absolute_dirs(const CompileJob& job);
 
 // The commands a compile ran, one per line, with the staging directory's
-// path replaced by the entry's, as it reads once published.
+// path replaced by the entry's, as it reads once published; words are
+// quoted for a POSIX shell, so a line can be run again as it is.
 std::string display_command(const CompileResult& result, const std::filesystem::path& staging,
                             const std::filesystem::path& entry);
 

@@ -28,10 +28,10 @@ constexpr std::size_t k_library_hash_chars = 16;
 // concurrent `cache clear` removed after it was found, must not fail a build.
 // A genuine error in the source fails the second compile too, and that one is
 // reported. A timeout or a signal is not retried (it would only double the
-// wait). Clears staged.unkeyed_flags when it retried.
+// wait). When it retried, staged.unkeyed_flags is left as `kept`.
 CompileResult compile_with_fallback(const Compiler& compiler, CompileJob& staged,
-                                    BuildMonitor* monitor) {
-    if (staged.unkeyed_flags.empty()) {
+                                    const std::vector<std::string>& kept, BuildMonitor* monitor) {
+    if (staged.unkeyed_flags == kept) {
         return compiler.compile(staged, monitor);
     }
     try {
@@ -41,8 +41,23 @@ CompileResult compile_with_fallback(const Compiler& compiler, CompileJob& staged
             throw;
         }
     }
-    staged.unkeyed_flags.clear();
+    staged.unkeyed_flags = kept;
     return compiler.compile(staged, monitor);
+}
+
+// Diagnostics, debug information and sanitizer reports name the source
+// where the entry keeps it, not the staging directory, which is gone after
+// the build (the text attributes its lines to OPWEAVE_MODULE_SOURCE; see
+// module_source.hpp). The flag changes no code, only the paths recorded.
+std::vector<std::string> source_path_flags(const std::filesystem::path& entry_dir) {
+    std::string literal;
+    for (char c : (entry_dir / k_source_name).string()) {
+        if (c == '\\' || c == '"') {
+            literal += '\\';
+        }
+        literal += c;
+    }
+    return {"-DOPWEAVE_MODULE_SOURCE=\"" + literal + "\""};
 }
 
 std::string describe_list(std::string_view name, const std::vector<std::string>& items) {
@@ -91,14 +106,18 @@ std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler
 
 // Keeps the source of a failed compile where the user can open it, and
 // points the error's message and diagnostics at that copy.
+// `cited` are the paths the diagnostics may name the source by.
 [[noreturn]] void rethrow_with_kept_source(ModuleCache& cache, const std::string& key,
                                            std::string_view source, const CompileError& error,
-                                           const std::filesystem::path& staged_source) {
+                                           const std::vector<std::filesystem::path>& cited) {
     const std::filesystem::path kept = cache.keep_failed_source(key, source);
-    const std::string from = staged_source.string();
-    throw CompileError(cache::replace_all(error.what(), from, kept.string()), error.command(),
-                       cache::replace_all(error.diagnostics(), from, kept.string()), kept,
-                       error.exit_status());
+    std::string what = error.what();
+    std::string diagnostics = error.diagnostics();
+    for (const std::filesystem::path& path : cited) {
+        what = cache::replace_all(what, path.string(), kept.string());
+        diagnostics = cache::replace_all(diagnostics, path.string(), kept.string());
+    }
+    throw CompileError(what, error.command(), diagnostics, kept, error.exit_status());
 }
 
 // module_key_material and module_key of a job whose directories are
@@ -160,19 +179,24 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
         staged.depfile = staging / k_depfile_name;
         const std::optional<Entry> prelude =
             usable_prelude(cache, compiler, request, job, monitor, prelude_events);
-        staged.unkeyed_flags =
-            prelude ? prelude_include_flags(prelude->dir) : std::vector<std::string>{};
+        const std::vector<std::string> kept = source_path_flags(entry_dir);
+        staged.unkeyed_flags = kept;
+        if (prelude) {
+            const std::vector<std::string> include = prelude_include_flags(prelude->dir);
+            staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
+        }
         util::write_file_atomic(staged.source, request.source);
         const std::int64_t start = cache::filesystem_now_ns();
         CompileResult result;
         try {
-            result = compile_with_fallback(compiler, staged, monitor);
+            result = compile_with_fallback(compiler, staged, kept, monitor);
         } catch (const CompileError& error) {
-            rethrow_with_kept_source(cache, key, request.source, error, staged.source);
+            rethrow_with_kept_source(cache, key, request.source, error,
+                                     {staged.source, entry_dir / k_source_name});
         }
         BuildRecord record;
         record.headers = cache::compiled_headers(cache, request, staged, start);
-        if (prelude && !staged.unkeyed_flags.empty()) {
+        if (prelude && staged.unkeyed_flags != kept) {
             // What the precompiled header read, the module read too.
             cache::merge_headers(record.headers, prelude->headers);
         }

@@ -23,7 +23,10 @@
 // cleanup() then releases only the struct blocks whose init was reached.
 //
 // The text never contains a path or a hash, so equal graphs give equal text
-// and the content key (SHA-256 of the text) is stable across processes.
+// and the content key (SHA-256 of the text) is stable across processes. Its
+// own lines are attributed (#line) to the macro OPWEAVE_MODULE_SOURCE, which
+// defaults to `source_name`; build_module defines it as the path where the
+// cache entry keeps the source, so reports cite a file that exists.
 #pragma once
 
 #include <cstddef>

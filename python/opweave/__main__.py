@@ -1,5 +1,6 @@
 """The ``opweave`` command line (also ``python -m opweave``): ``demo``,
-``cache info|list|verify|clear|prune|sweep``, ``--cmakedir``, ``--include``."""
+``cache info|list|verify|clear|prune|sweep``, ``sanitize-env``,
+``--cmakedir``, ``--include``."""
 
 from __future__ import annotations
 
@@ -38,6 +39,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sanitize_env(args: argparse.Namespace) -> int:
+    import shlex
+
+    from opweave.link.c.sanitize import sanitizer_environment
+
+    try:
+        env = sanitizer_environment(args.sanitize)
+    except ValueError as error:
+        print(f"opweave: {error}", file=sys.stderr)
+        return 2
+    for name, value in env.items():
+        print(f"export {name}={shlex.quote(value)}")
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="opweave",
@@ -61,6 +77,20 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--cache-dir", help="cache to use (default: a fresh temporary one)")
     demo.set_defaults(handler=_cmd_demo)
+
+    sanitize = commands.add_parser(
+        "sanitize-env",
+        help="print the environment to run Python with sanitized modules",
+        description="Prints `export` lines for a POSIX shell: OPWEAVE_FLAGS asking for "
+        "sanitized modules and, for AddressSanitizer, the runtime to preload. Use: "
+        'eval "$(python -m opweave sanitize-env)"; python your_script.py',
+    )
+    sanitize.add_argument(
+        "--sanitize",
+        default=None,
+        help="address, undefined or address,undefined (default: cmodule__sanitize, else address)",
+    )
+    sanitize.set_defaults(handler=_cmd_sanitize_env)
 
     add_cache_parser(commands)
     return parser

@@ -1,7 +1,10 @@
-"""opweave's configuration: typed options read from ``OPWEAVE_FLAGS``.
+r"""opweave's configuration: typed options read from ``OPWEAVE_FLAGS``.
 
 ``OPWEAVE_FLAGS`` holds comma-separated ``name=value`` pairs, for example
-``OPWEAVE_FLAGS="compiledir=/tmp/ow,cxx=clang++"``. Options are read as
+``OPWEAVE_FLAGS="compiledir=/tmp/ow,cxx=clang++"``; a comma inside a value is
+written ``\,`` (``cmodule__sanitize=address\,undefined``). A flag that cannot
+be used (no ``=``, an unknown name, a bad value) is ignored with a warning, so
+a typo never breaks ``import opweave``. Options are read as
 attributes of :data:`opweave.config` and may be set at run time, or changed
 for a block with :meth:`OpweaveConfig.change_flags`.
 """
@@ -10,11 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-__all__ = ["ConfigOption", "OpweaveConfig", "config", "parse_size"]
+__all__ = [
+    "SANITIZERS",
+    "ConfigOption",
+    "OpweaveConfig",
+    "config",
+    "parse_sanitize",
+    "parse_size",
+]
 
 
 def _parse_bool(text: str) -> bool:
@@ -54,6 +65,21 @@ def parse_size(text: str) -> int:
     if not value >= 0 or value == float("inf"):
         raise ValueError(f"not a size: {text!r} (e.g. 500M, 2G)")
     return int(value)
+
+
+SANITIZERS = ("address", "undefined")
+
+
+def parse_sanitize(text: str) -> str:
+    """A list of sanitizers (separated by commas, ``+`` or spaces) as the
+    ``-fsanitize=`` value, e.g. ``"address,undefined"``; empty for none."""
+    names = [n for n in text.replace("+", ",").replace(" ", ",").split(",") if n]
+    for name in names:
+        if name not in SANITIZERS:
+            raise ValueError(
+                f"unknown sanitizer {name!r}; expected some of {', '.join(SANITIZERS)}"
+            )
+    return ",".join(dict.fromkeys(names))
 
 
 def _parse_optional_size(text: str) -> int | None:
@@ -144,6 +170,15 @@ _OPTIONS = (
         "with or without it.",
     ),
     ConfigOption(
+        "cmodule__sanitize",
+        parse_sanitize,
+        "",
+        "Compile generated modules with sanitizers: address, undefined, or both "
+        "(address,undefined; in OPWEAVE_FLAGS write address\\,undefined or "
+        "address+undefined). Part of the cache key. ASan needs its runtime preloaded: "
+        "see `python -m opweave sanitize-env`.",
+    ),
+    ConfigOption(
         "check_input",
         _parse_bool,
         True,
@@ -168,13 +203,15 @@ class OpweaveConfig:
         object.__setattr__(self, "_values", {})
         for name, text in _split_flags(flags):
             if name not in self._options:
-                warnings.warn(
-                    f"OPWEAVE_FLAGS: unknown option {name!r} ignored; known options: "
-                    + ", ".join(sorted(self._options)),
-                    stacklevel=2,
+                _warn(
+                    f"unknown option {name!r} ignored; known options: "
+                    + ", ".join(sorted(self._options))
                 )
                 continue
-            self._values[name] = self._parse(name, text)
+            try:
+                self._values[name] = self._parse(name, text)
+            except ValueError as error:
+                _warn(f"{error}; the option keeps its default")
 
     def _parse(self, name: str, value: Any) -> Any:
         option = self._options[name]
@@ -220,15 +257,25 @@ class OpweaveConfig:
                     self._values[name] = value
 
 
+def _warn(message: str) -> None:
+    warnings.warn(f"OPWEAVE_FLAGS: {message}", stacklevel=3)
+
+
 def _split_flags(flags: str) -> list[tuple[str, str]]:
+    """The ``name=value`` pairs of ``flags``: split at every comma except
+    an escaped one (``\\,``, which becomes a comma in the value). An item
+    without ``=`` is ignored with a warning."""
     pairs = []
-    for item in flags.split(","):
-        item = item.strip()
+    for item in re.split(r"(?<!\\),", flags):
+        item = item.replace("\\,", ",").strip()
         if not item:
             continue
         name, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"OPWEAVE_FLAGS: expected name=value, got {item!r}")
+            _warn(
+                f"expected name=value, got {item!r} (ignored); write a comma inside a value as \\,"
+            )
+            continue
         pairs.append((name.strip(), value.strip()))
     return pairs
 

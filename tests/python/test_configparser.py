@@ -20,12 +20,18 @@ def test_unknown_flag_warns_and_names_known_options() -> None:
         OpweaveConfig("compildir=/tmp/x")
 
 
-def test_bad_values_raise() -> None:
-    with pytest.raises(ValueError, match="compile__timeout"):
-        OpweaveConfig("compile__timeout=-1")
-    with pytest.raises(ValueError, match="expected name=value"):
+def test_bad_flags_warn_and_keep_the_defaults() -> None:
+    with pytest.warns(UserWarning, match="compile__timeout.*keeps its default"):
+        config = OpweaveConfig("compile__timeout=-1,cxx=clang++")
+    assert config.compile__timeout == 1800.0 and config.cxx == "clang++"
+    with pytest.warns(UserWarning, match=r"expected name=value, got 'compiledir'.*\\,"):
         OpweaveConfig("compiledir")
+
+
+def test_bad_values_set_at_run_time_raise() -> None:
     config = OpweaveConfig()
+    with pytest.raises(ValueError, match="compile__timeout"):
+        config.compile__timeout = -1
     with pytest.raises(AttributeError, match="no configuration option"):
         config.no_such_option = 1
     with pytest.raises(AttributeError, match="no configuration option"):
@@ -43,3 +49,32 @@ def test_change_flags_restores_values() -> None:
 
 def test_default_compiler_is_found() -> None:
     assert OpweaveConfig().cxx.endswith(("c++", "g++", "clang++"))
+
+
+def test_an_escaped_comma_stays_in_the_value() -> None:
+    config = OpweaveConfig(r"cmodule__sanitize=address\,undefined,floatX=float32")
+    assert config.cmodule__sanitize == "address,undefined"
+    assert config.floatX == "float32"
+    assert OpweaveConfig("cmodule__sanitize=address+undefined").cmodule__sanitize == (
+        "address,undefined"
+    )
+
+
+def test_an_unescaped_comma_in_a_value_warns_but_imports(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    env = {"OPWEAVE_FLAGS": "cmodule__sanitize=address,undefined", "PATH": "/usr/bin:/bin"}
+    code = "import opweave; print(repr(opweave.config.cmodule__sanitize))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "'address'"
+    assert "expected name=value, got 'undefined'" in result.stderr
+
+
+def test_unknown_sanitizers_are_refused() -> None:
+    config = OpweaveConfig()
+    with pytest.raises(ValueError, match="unknown sanitizer 'memory'"):
+        config.cmodule__sanitize = "memory"

@@ -23,6 +23,7 @@ from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
 from opweave.link.c.hooks import call_hook
 from opweave.link.c.opwise import OpWiseCLinker
+from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 
 __all__ = ["CLinker", "CompiledGraph", "MissingCCode", "OpWiseCLinker"]
@@ -110,7 +111,8 @@ class CLinker:
     def compile_job(self, objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
         """The compile job: default flags, the ops' and types' flags,
         directories and libraries, then ``config.gcc__cxxflags``, minus every
-        ``c_no_compile_args``."""
+        ``c_no_compile_args``; with ``config.cmodule__sanitize``, the
+        sanitizer flags."""
         kw = {"c_compiler": compiler}
 
         def collect(hook: str) -> list[str]:
@@ -119,7 +121,12 @@ class CLinker:
                 found.extend(str(item) for item in call_hook(obj, hook, default=[], **kw) or [])
             return _uniq(found)
 
-        flags = [*_DEFAULT_FLAGS, *collect("c_compile_args"), *shlex.split(config.gcc__cxxflags)]
+        flags = [
+            *_DEFAULT_FLAGS,
+            *collect("c_compile_args"),
+            *shlex.split(config.gcc__cxxflags),
+            *sanitizer_flags(compiler),
+        ]
         removed = set(collect("c_no_compile_args"))
         flags = [flag for flag in flags if flag not in removed]
         debug = config.cmodule__remove_gxx_opt

@@ -443,9 +443,7 @@ class _Builder:
             n_orphans=len(self.orphans),
         )
         origins = [o[0] for o in self.origins]
-        return GraphSpec(
-            spec, self.orphans, origins, objects, self.block_names, self.output_blocks
-        )
+        return GraphSpec(spec, self.orphans, origins, objects, self.block_names, self.output_blocks)
 
 
 def build_spec(fgraph: FunctionGraph, compiler: Any = None) -> GraphSpec:
