@@ -623,6 +623,13 @@ class Function:
         call_exact(*inputs): runs the function on inputs that are already exact values of the
         input types, without converting them or calling the fallback.
         """
+    @staticmethod
+    def call_with_outputs(*args, **kwargs):
+        """
+        call_with_outputs(inputs, outputs): call_exact(*inputs), offering each object of
+        outputs (None: nothing) as that output's storage. A compiled op may write its result
+        into the object it is offered (a preallocated output) or replace it.
+        """
     def __call__(self, *args, **kwargs):
         """
         Call self as a function.
@@ -696,6 +703,6 @@ def supports_prelude(compiler: Compiler) -> bool:
     (GCC without a launcher).
     """
 CACHE_FORMAT_VERSION: int = 2
-GRAPH_LAYOUT_VERSION: int = 1
+GRAPH_LAYOUT_VERSION: int = 2
 GRAPH_MODULE_NAME: str = 'opweave_graph'
 MODULE_LAYOUT_VERSION: int = 2
