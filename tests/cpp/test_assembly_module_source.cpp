@@ -113,8 +113,13 @@ OPWEAVE_TEST(file_fragments_get_line_directives_both_ways) {
     const int code_line = line_of(text, "APPLY_INIT");
     // The line before the fragment renames the file; the one after restores it.
     CHECK(text.find("#line 40 \"/src/op.c\"\nAPPLY_INIT\n") != std::string::npos);
-    const std::string restore = "#line " + std::to_string(code_line + 2) + " \"module.cpp\"\n";
+    const std::string restore =
+        "#line " + std::to_string(code_line + 2) + " OPWEAVE_MODULE_SOURCE\n";
     CHECK(text.find("APPLY_INIT\n" + restore) != std::string::npos);
+    // The macro names the source; it defaults to the spec's source name.
+    CHECK(text.find("#ifndef OPWEAVE_MODULE_SOURCE\n#define OPWEAVE_MODULE_SOURCE "
+                    "\"module.cpp\"\n#endif\n#line 6 OPWEAVE_MODULE_SOURCE\n") !=
+          std::string::npos);
 }
 
 OPWEAVE_TEST(fragments_with_their_own_line_directives_are_followed_by_a_restore) {
@@ -124,7 +129,8 @@ OPWEAVE_TEST(fragments_with_their_own_line_directives_are_followed_by_a_restore)
     spec.support_code.push_back({"#define M 1\n  # line 7 \"/src/v.c\"\nUSER_CODE\n#undef M\n", 1});
     const std::string text = opweave::assemble_module(spec).text;
     const int undef_line = line_of(text, "#undef M");
-    const std::string restore = "#line " + std::to_string(undef_line + 2) + " \"module.cpp\"\n";
+    const std::string restore =
+        "#line " + std::to_string(undef_line + 2) + " OPWEAVE_MODULE_SOURCE\n";
     CHECK(text.find("#undef M\n" + restore) != std::string::npos);
     ModuleSpec tabbed = two_block_spec();
     tabbed.support_code.push_back({"#line\t3 \"/src/t.c\"\nTABBED\n", 1});

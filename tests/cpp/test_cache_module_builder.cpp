@@ -150,6 +150,12 @@ struct RecordingMonitor : BuildMonitor {
     }
 };
 
+// The unkeyed flag every module compile gets: its lines cite the source
+// where the entry keeps it.
+std::string source_flag(const fs::path& entry_dir) {
+    return "-DOPWEAVE_MODULE_SOURCE=\"" + (entry_dir / "module.cpp").string() + "\"";
+}
+
 OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));
@@ -159,7 +165,7 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     const BuiltModule first = build_module(cache, compiler, request_for("int x;", true), &monitor);
     CHECK(first.outcome == Outcome::built);
     CHECK_EQ(monitor.missing, 1);
-    CHECK(compiler.jobs.at(0).unkeyed_flags.empty());
+    CHECK(compiler.jobs.at(0).unkeyed_flags == std::vector<std::string>{source_flag(first.dir)});
 
     const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
     CHECK(prelude.outcome == Outcome::built);
@@ -174,14 +180,15 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
         build_module(cache, compiler, request_for("int y;", true), &monitor);
     CHECK(second.outcome == Outcome::built);
     CHECK_EQ(monitor.missing, 1);
-    const std::vector<std::string> expected = prelude_include_flags(prelude.entry.dir);
+    std::vector<std::string> expected = prelude_include_flags(prelude.entry.dir);
+    expected.insert(expected.begin(), source_flag(second.dir));
     CHECK(compiler.jobs.back().unkeyed_flags == expected);
     CHECK(contains(command_of(cache, second.key), "-include"));
 
     // Not for a compiler that cannot use one.
     FakeCompiler other("fakecxx 2\n");
     build_module(cache, other, request_for("int z;", true), &monitor);
-    CHECK(monitor.missing == 1 && other.jobs.back().unkeyed_flags.empty());
+    CHECK(monitor.missing == 1 && other.jobs.back().unkeyed_flags.size() == 1);
 }
 
 OPWEAVE_TEST(failed_compile_with_the_prelude_is_retried_without_it) {
@@ -196,8 +203,8 @@ OPWEAVE_TEST(failed_compile_with_the_prelude_is_retried_without_it) {
     CHECK(built.outcome == Outcome::built);
     CHECK(fs::exists(built.library));
     CHECK_EQ(compiler.jobs.size(), 2u);
-    CHECK(compiler.jobs.at(0).unkeyed_flags.size() == 2);
-    CHECK(compiler.jobs.at(1).unkeyed_flags.empty());
+    CHECK(compiler.jobs.at(0).unkeyed_flags.size() == 3);
+    CHECK(compiler.jobs.at(1).unkeyed_flags == std::vector<std::string>{source_flag(built.dir)});
     CHECK(compiler.jobs.at(1).flags == base_job().flags);
     // The entry records the compile that succeeded.
     CHECK(!contains(command_of(cache, built.key), "-include"));
