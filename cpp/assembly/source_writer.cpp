@@ -4,28 +4,14 @@
 #include <algorithm>
 #include <utility>
 
+#include "util/c_literal.hpp"
+
 namespace opweave::detail {
 
 namespace {
 
 int count_newlines(std::string_view text) {
     return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
-// A file name as a C string literal body: backslashes and quotes escaped,
-// control characters dropped (they cannot appear in a #line directive).
-std::string escaped(std::string_view file) {
-    std::string out;
-    out.reserve(file.size());
-    for (char c : file) {
-        if (c == '\\' || c == '"') {
-            out += '\\';
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            continue;
-        }
-        out += c;
-    }
-    return out;
 }
 
 // True if some line of text is a #line directive ("#line" or "# line", after
@@ -69,7 +55,7 @@ void SourceWriter::start_line() {
 }
 
 void SourceWriter::line_directive(int line, std::string_view file) {
-    raw("#line " + std::to_string(line) + " \"" + escaped(file) + "\"\n");
+    raw("#line " + std::to_string(line) + " \"" + util::c_string_body(file) + "\"\n");
 }
 
 void SourceWriter::source_directive(int line) {
@@ -78,7 +64,7 @@ void SourceWriter::source_directive(int line) {
 
 void SourceWriter::source_preamble() {
     raw(std::string("#ifndef ") + k_source_macro + "\n#define " + k_source_macro + " \"" +
-        escaped(m_source_name) + "\"\n#endif\n");
+        util::c_string_body(m_source_name) + "\"\n#endif\n");
     source_directive(m_line + 1);
 }
 

@@ -10,6 +10,7 @@
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
 #include "opweave/precompiled_header.hpp"
+#include "util/c_literal.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
 
@@ -50,14 +51,8 @@ CompileResult compile_with_fallback(const Compiler& compiler, CompileJob& staged
 // the build (the text attributes its lines to OPWEAVE_MODULE_SOURCE; see
 // module_source.hpp). The flag changes no code, only the paths recorded.
 std::vector<std::string> source_path_flags(const std::filesystem::path& entry_dir) {
-    std::string literal;
-    for (char c : (entry_dir / k_source_name).string()) {
-        if (c == '\\' || c == '"') {
-            literal += '\\';
-        }
-        literal += c;
-    }
-    return {"-DOPWEAVE_MODULE_SOURCE=\"" + literal + "\""};
+    const std::string path = (entry_dir / k_source_name).string();
+    return {"-DOPWEAVE_MODULE_SOURCE=\"" + util::c_string_body(path) + "\""};
 }
 
 std::string describe_list(std::string_view name, const std::vector<std::string>& items) {

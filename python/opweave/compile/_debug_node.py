@@ -180,7 +180,8 @@ class NodeCheck:
             self.compare(_PERFORM, results[_PERFORM], _C, reference, values)
         for name in self.thunks:
             self.check_preallocated(name, values, reference_name, reference)
-            self.previous[name] = copy.deepcopy(results[name])
+            if "previous" in self.mode.check_preallocated_output:
+                self.previous[name] = copy.deepcopy(results[name])
         if _C in self.thunks and self.mode.check_refcounts:
             self.check_leaks(values)
         return reference

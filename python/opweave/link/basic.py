@@ -35,9 +35,8 @@ def perform_thunk(node: Apply) -> NodeThunk:
     op, n_out = node.op, len(node.outputs)
 
     def run(values: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[Any]:
-        cells: list[list[Any]] = [[None] for _ in range(n_out)]
-        if outputs is not None:
-            cells = [[value] for value in outputs]
+        offered = [None] * n_out if outputs is None else outputs
+        cells: list[list[Any]] = [[value] for value in offered]
         op.perform(node, list(values), cells)
         for position, cell in enumerate(cells):
             if cell[0] is None:

@@ -22,44 +22,42 @@ from opweave.link.c.op import COp, ExternalCOp
 DATA = Path(__file__).parent / "data"
 
 
-class OnePastTheEnd(COp):
+class CopyThen(COp):
+    """``z`` = a copy of ``x``, then the C statements of ``after``."""
+
     __props__ = ()
+    after = ""
 
     def make_node(self, x):
         return Apply(self, [x], [x.type()])
 
     def c_code(self, node, name, inp, out, sub):
         (x,), (z,) = inp, out
+        body = self.after % {"z": z}
         return f"""
         Py_XDECREF({z});
         {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
         if (!{z}) {sub["fail"]}
         {{
-            npy_intp n = PyArray_SIZE({z});
-            double* data = (double*)PyArray_DATA({z});
-            for (npy_intp i = 0; i <= n; ++i) data[i] = 1.0;  /* one past the end */
+        {body}
         }}
         """
 
 
-class Overflow(COp):
-    __props__ = ()
+class OnePastTheEnd(CopyThen):
+    after = """
+        npy_intp n = PyArray_SIZE(%(z)s);
+        double* data = (double*)PyArray_DATA(%(z)s);
+        for (npy_intp i = 0; i <= n; ++i) data[i] = 1.0;  /* one past the end */
+    """
 
-    def make_node(self, x):
-        return Apply(self, [x], [x.type()])
 
-    def c_code(self, node, name, inp, out, sub):
-        (x,), (z,) = inp, out
-        return f"""
-        Py_XDECREF({z});
-        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
-        if (!{z}) {sub["fail"]}
-        {{
-            int total = 2147483600 + (int)PyArray_SIZE({z});
-            for (int i = 0; i < 100; ++i) total += 1;  /* signed overflow */
-            ((npy_int32*)PyArray_DATA({z}))[0] = total;
-        }}
-        """
+class Overflow(CopyThen):
+    after = """
+        int total = 2147483600 + (int)PyArray_SIZE(%(z)s);
+        for (int i = 0; i < 100; ++i) total += 1;  /* signed overflow */
+        ((npy_int32*)PyArray_DATA(%(z)s))[0] = total;
+    """
 
 
 class ExternalOverflow(ExternalCOp):

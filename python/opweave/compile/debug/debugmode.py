@@ -2,26 +2,5 @@
 
 from __future__ import annotations
 
-from opweave.compile.debugmode import (
-    KINDS,
-    BadDestroyMap,
-    BadRefcount,
-    BadThunkOutput,
-    BadViewMap,
-    DebugMode,
-    DebugModeError,
-    InvalidValueError,
-    debug_function,
-)
-
-__all__ = [
-    "KINDS",
-    "BadDestroyMap",
-    "BadRefcount",
-    "BadThunkOutput",
-    "BadViewMap",
-    "DebugMode",
-    "DebugModeError",
-    "InvalidValueError",
-    "debug_function",
-]
+from opweave.compile.debugmode import *  # noqa: F403
+from opweave.compile.debugmode import __all__ as __all__
