@@ -18,7 +18,6 @@ Usage: python benchmarks/bench_function.py [--only opweave|pytensor] [--json PAT
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import statistics
@@ -30,6 +29,8 @@ import timeit
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from backends import import_backend
 
 BACKENDS = ("opweave", "pytensor")
 FLAGS_VARIABLE = {"opweave": "OPWEAVE_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
@@ -48,20 +49,6 @@ ROWS = (
 
 
 # ---------------------------------------------------------------- worker side
-
-
-def import_backend(name: str) -> SimpleNamespace:
-    """Import what a user of `name`'s C-op API imports, under the same paths."""
-    return SimpleNamespace(
-        function=importlib.import_module(name).function,
-        mode=importlib.import_module(f"{name}.compile.mode"),
-        op=importlib.import_module(f"{name}.link.c.op"),
-        basic=importlib.import_module(f"{name}.graph.basic"),
-        tensor=importlib.import_module(f"{name}.tensor"),
-        tensor_type=importlib.import_module(f"{name}.tensor.type"),
-        scalar=importlib.import_module(f"{name}.scalar"),
-        numpy=importlib.import_module("numpy"),
-    )
 
 
 def make_vector_times_vector(api: SimpleNamespace) -> type:

@@ -35,34 +35,35 @@ std::vector<CodeFragment> to_fragments(const py::dict& spec, const char* key) {
     return fragments;
 }
 
-// (id, fragment, fragment, fragment)
-template <typename Block>
-std::vector<Block> to_blocks(const py::dict& spec, const char* key) {
-    std::vector<Block> blocks;
+std::vector<std::vector<CodeFragment>> to_definitions(const py::dict& spec, const char* key) {
+    std::vector<std::vector<CodeFragment>> definitions;
+    if (spec.contains(key)) {
+        for (const py::handle definition : spec[key]) {
+            std::vector<CodeFragment> parts;
+            for (const py::handle item : definition) {
+                parts.push_back(to_fragment(item));
+            }
+            definitions.push_back(std::move(parts));
+        }
+    }
+    return definitions;
+}
+
+// (id, run, undo, [args])
+std::vector<Step> to_steps(const py::dict& spec, const char* key) {
+    std::vector<Step> steps;
     if (!spec.contains(key)) {
-        return blocks;
+        return steps;
     }
     for (const py::handle item : spec[key]) {
         auto fields = item.cast<py::tuple>();
         if (fields.size() != 4) {
-            throw py::value_error(std::string(key) + ": a block is (id, a, b, c)");
+            throw py::value_error(std::string(key) + ": a step is (id, run, undo, args)");
         }
-        Block block;
-        block.id = fields[0].cast<int>();
-        CodeFragment parts[3] = {to_fragment(fields[1]), to_fragment(fields[2]),
-                                 to_fragment(fields[3])};
-        if constexpr (std::is_same_v<Block, RunBlock>) {
-            block.declare = std::move(parts[0]);
-            block.behavior = std::move(parts[1]);
-            block.cleanup = std::move(parts[2]);
-        } else {
-            block.members = std::move(parts[0]);
-            block.init = std::move(parts[1]);
-            block.cleanup = std::move(parts[2]);
-        }
-        blocks.push_back(std::move(block));
+        steps.push_back(Step{fields[0].cast<int>(), fields[1].cast<std::string>(),
+                             fields[2].cast<std::string>(), fields[3].cast<std::vector<int>>()});
     }
-    return blocks;
+    return steps;
 }
 
 ModuleSpec to_spec(const py::dict& spec) {
@@ -83,8 +84,11 @@ ModuleSpec to_spec(const py::dict& spec) {
     out.support_code = to_fragments(spec, "support_code");
     out.init_code = to_fragments(spec, "init_code");
     out.init_code_apply = to_fragments(spec, "init_code_apply");
-    out.struct_blocks = to_blocks<StructBlock>(spec, "struct_blocks");
-    out.run_blocks = to_blocks<RunBlock>(spec, "run_blocks");
+    out.definitions = to_definitions(spec, "definitions");
+    out.members = to_fragments(spec, "members");
+    out.step_functions = to_definitions(spec, "step_functions");
+    out.init_steps = to_steps(spec, "init_steps");
+    out.run_steps = to_steps(spec, "run_steps");
     out.n_inputs = spec.contains("n_inputs") ? spec["n_inputs"].cast<int>() : 0;
     out.n_outputs = spec.contains("n_outputs") ? spec["n_outputs"].cast<int>() : 0;
     out.n_orphans = spec.contains("n_orphans") ? spec["n_orphans"].cast<int>() : 0;
@@ -122,8 +126,9 @@ void init_assembly(py::module_& m) {
         "Lays out a graph module from its parts. `spec` is a dict with:\n"
         "  origins: [(what, file, line)], headers: [str],\n"
         "  support_code, init_code, init_code_apply: [(text, origin)],\n"
-        "  struct_blocks: [(id, members, init, cleanup)],\n"
-        "  run_blocks: [(id, declare, behavior, cleanup)],\n"
+        "  definitions, step_functions: [[(text, origin)]] (before and after the\n"
+        "    graph struct), members: [(text, origin)] (inside it),\n"
+        "  init_steps, run_steps: [(id, run, undo, [int])] (function names, \"\": none),\n"
         "  n_inputs, n_outputs, n_orphans: int, source_name: str,\n"
         "where every fragment is (text, origin index or -1). Returns a dict with\n"
         "the module `text`, its `content_key` (SHA-256) and `line_map`:\n"

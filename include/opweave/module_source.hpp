@@ -5,22 +5,37 @@
 // came from. assemble_module() lays them out as one extension module:
 //
 //   includes; the failure macros; support code (exact duplicates dropped);
+//   namespace {
+//   definitions          -- e.g. one struct per distinct type or node code
 //   struct opweave_graph {
-//     <struct members>
-//     int init(PyObject* const* __orphans)   -- struct blocks, in order
-//     void cleanup()                         -- struct blocks, in reverse
-//     int run(PyObject* const* __inputs, PyObject** __outputs)
-//                                            -- run blocks, nested
+//     members            -- the graph's state: its variables, per-node state
+//     int init(PyObject* const* orphans);   -- runs the init steps
+//     void cleanup();                       -- undoes the init steps reached
+//     int run(PyObject* const* inputs, PyObject** outputs);  -- the run steps
 //   };
+//   step functions       -- what the steps call; they see opweave_graph
+//   the step tables (constant data)
+//   }
 //   the graph ABI table (graph_abi.h) and a multi-phase PyInit that runs the
 //   module init code and exports the table as the capsule "abi".
 //
-// Inside run(), every block's declarations are hoisted to the top, then the
-// blocks nest: { behavior_1 { behavior_2 ... } __label_2: cleanup_2 }
-// __label_1: cleanup_1. OPWEAVE_FAIL(id) sets the failure and jumps to the
-// label of block `id`, so its cleanup and every enclosing cleanup run, in
-// reverse order. In init(), OPWEAVE_FAIL_INIT(id) returns the id instead;
-// cleanup() then releases only the struct blocks whose init was reached.
+// A graph runs as a loop over a constant table of steps, so the code that
+// run() compiles to does not grow with the graph: what grows is data, and
+// the definitions, which hold each distinct piece of code once. A step names
+// two functions:
+//
+//   int run(opweave_graph* graph, const int* args, PyObject* const* values,
+//           PyObject** outputs);
+//   int undo(opweave_graph* graph, const int* args, int failure, PyObject** outputs);
+//
+// run() calls the steps' run functions in order (values = the inputs) until
+// one returns non-zero, then calls the undo functions of every step reached,
+// the failed one included, in reverse order, with the failure so far (0 if
+// none). A non-zero return means failure with a Python exception set; run()
+// returns the id of the first step that failed (an undo can fail only when
+// nothing failed before it, e.g. an output's type rejecting its value). init()
+// runs the init steps with values = the orphans and outputs = NULL, and
+// returns the id of a failed step; cleanup() undoes the init steps reached.
 //
 // The text never contains a path or a hash, so equal graphs give equal text
 // and the content key (SHA-256 of the text) is stable across processes. Its
@@ -54,28 +69,25 @@ struct CodeFragment {
     std::size_t origin = k_no_origin;
 };
 
-// A block of run(): one variable or one node.
-struct RunBlock {
-    int id = 0;  // > 0 and unique among run and struct blocks
-    CodeFragment declare;
-    CodeFragment behavior;
-    CodeFragment cleanup;
-};
-
-// A block of the struct: state that lives as long as the compiled function.
-struct StructBlock {
-    int id = 0;
-    CodeFragment members;  // member declarations
-    CodeFragment init;     // runs in init()
-    CodeFragment cleanup;  // runs in cleanup()
+// One step of init() or run() (see the top of this file).
+struct Step {
+    int id = 0;        // > 0 and unique among all steps: what a failure reports
+    std::string run;   // the name of a step function
+    std::string undo;  // the name of an undo function, or empty
+    std::vector<int> args;  // what the functions get as `args`
 };
 
 struct ModuleSpec {
     std::vector<CodeOrigin> origins;
     std::vector<std::string> headers;            // "<x.h>", "\"x.h\"" or x.h (quoted for you)
     std::vector<CodeFragment> support_code;      // global scope, exact duplicates dropped
-    std::vector<StructBlock> struct_blocks;
-    std::vector<RunBlock> run_blocks;
+    // Each definition is the concatenation of its fragments (generated glue
+    // has no origin): before the graph struct, and after it (step functions).
+    std::vector<std::vector<CodeFragment>> definitions;
+    std::vector<CodeFragment> members;           // inside struct opweave_graph
+    std::vector<std::vector<CodeFragment>> step_functions;
+    std::vector<Step> init_steps;
+    std::vector<Step> run_steps;
     std::vector<CodeFragment> init_code;         // module init, exact duplicates dropped
     std::vector<CodeFragment> init_code_apply;   // module init, after init_code, kept as is
     int n_inputs = 0;
@@ -103,8 +115,9 @@ struct AssembledModule {
 inline constexpr const char* k_graph_module_name = "opweave_graph";
 
 // Lays out `spec` as described at the top of this file. Throws
-// std::invalid_argument for an inconsistent spec (a block id that is not
-// positive or not unique, an origin index out of range, negative counts).
+// std::invalid_argument for an inconsistent spec (a step id that is not
+// positive or not unique, a step without a run function, a function name
+// that is not an identifier, an origin index out of range, negative counts).
 AssembledModule assemble_module(const ModuleSpec& spec);
 
 // The origin of generated line `line`, or k_no_origin.

@@ -1,5 +1,5 @@
-// Unit tests of assemble_module: layout (nesting, labels, init/cleanup
-// order), de-duplication, #line directives, the line map, the content key and
+// Unit tests of assemble_module: layout (definitions, members, step
+// functions, the step tables and run/init/cleanup), de-duplication, #line directives, the line map, the content key and
 // the validation of bad specs.
 #include "check.hpp"
 
@@ -12,6 +12,7 @@
 using opweave::AssembledModule;
 using opweave::CodeFragment;
 using opweave::ModuleSpec;
+using opweave::Step;
 
 namespace {
 
@@ -45,14 +46,20 @@ ModuleSpec two_block_spec() {
     spec.origins = {{"input 0", "", 1}, {"node 0 c_code", "", 1}, {"file code", "/src/op.c", 40}};
     spec.headers = {"<math.h>", "mine.h", "<math.h>"};
     spec.support_code = {{"int helper() { return 1; }\n", 1}, {"int helper() { return 1; }\n", 1}};
-    spec.run_blocks = {
-        {1, {"int a;\n", 0}, {"BEHAVIOR_A\n", 0}, {"CLEANUP_A\n", 0}},
-        {3, {"int b;\n", 1}, {"BEHAVIOR_B\nSECOND_LINE\n", 1}, {"CLEANUP_B\n", 1}},
+    spec.definitions = {
+        {{"struct cell_a {\nint take() {\n", opweave::k_no_origin},
+         {"BEHAVIOR_A\n", 0},
+         {"return 0;\n}\n};\n", opweave::k_no_origin}},
+        {{"struct op_b {\nstatic int run() {\n", opweave::k_no_origin},
+         {"BEHAVIOR_B\nSECOND_LINE\n", 1},
+         {"return 0;\n}\n};\n", opweave::k_no_origin}},
     };
-    spec.struct_blocks = {
-        {5, {"int s1;\n", 0}, {"INIT_S1\n", 0}, {"CLEAN_S1\n", 0}},
-        {6, {"int s2;\n", 0}, {"INIT_S2\n", 0}, {"CLEAN_S2\n", 0}},
-    };
+    spec.members = {{"cell_a cell_a_v[1];\n", opweave::k_no_origin}};
+    spec.step_functions = {{{"static int take_a(opweave_graph* g, const int* a, "
+                             "PyObject* const* v, PyObject** o) { return 0; }\n",
+                             opweave::k_no_origin}}};
+    spec.run_steps = {Step{1, "take_a", "drop_a", {0, 7}}, Step{3, "node_b", "", {0}}};
+    spec.init_steps = {Step{5, "init_s1", "clean_s1", {}}, Step{6, "init_s2", "", {4, 2}}};
     spec.init_code = {{"import_array();\n", 0}, {"import_array();\n", 0}};
     spec.init_code_apply = {{"APPLY_INIT\n", 2}};
     spec.n_inputs = 1;
@@ -62,27 +69,47 @@ ModuleSpec two_block_spec() {
 
 }  // namespace
 
-OPWEAVE_TEST(run_blocks_nest_with_labels_in_reverse_order) {
+OPWEAVE_TEST(definitions_then_the_graph_struct_then_step_functions_and_tables) {
     const std::string text = opweave::assemble_module(two_block_spec()).text;
-    // Declarations first, then behaviors in order, then cleanups inside out.
-    CHECK(at(text, "int a;") < at(text, "int b;"));
-    CHECK(at(text, "int b;") < at(text, "BEHAVIOR_A"));
-    CHECK(at(text, "BEHAVIOR_A") < at(text, "BEHAVIOR_B"));
-    CHECK(at(text, "BEHAVIOR_B") < at(text, "__label_3: ;"));
-    CHECK(at(text, "__label_3: ;") < at(text, "CLEANUP_B"));
-    CHECK(at(text, "CLEANUP_B") < at(text, "__label_1: ;"));
-    CHECK(at(text, "__label_1: ;") < at(text, "CLEANUP_A"));
-    CHECK(text.find("OPWEAVE_FAIL(id) { __failure = id;") != std::string::npos);
+    CHECK(at(text, "struct cell_a {") < at(text, "BEHAVIOR_A"));
+    CHECK(at(text, "BEHAVIOR_A") < at(text, "struct op_b {"));
+    CHECK(at(text, "struct op_b {") < at(text, "struct opweave_graph {"));
+    CHECK(at(text, "struct opweave_graph {") < at(text, "cell_a cell_a_v[1];"));
+    CHECK(at(text, "cell_a cell_a_v[1];") < at(text, "static int take_a("));
+    CHECK(at(text, "static int take_a(") < at(text, "opweave_step_args[]"));
+    // Arguments in step order: the init steps', then the run steps'.
+    CHECK(text.find("opweave_step_args[] = {\n4,2,\n0,7,\n0,\n0};") != std::string::npos);
+    CHECK(text.find("{init_s1, clean_s1, 5, 0},\n    {init_s2, NULL, 6, 0},") !=
+          std::string::npos);
+    CHECK(text.find("{take_a, drop_a, 1, 2},\n    {node_b, NULL, 3, 4},") != std::string::npos);
 }
 
-OPWEAVE_TEST(struct_init_in_order_and_cleanup_in_reverse_up_to_reached_block) {
+OPWEAVE_TEST(small_graphs_run_their_steps_directly_and_undo_in_reverse) {
     const std::string text = opweave::assemble_module(two_block_spec()).text;
-    CHECK(at(text, "__init_reached = 1;") < at(text, "INIT_S1"));
-    CHECK(at(text, "INIT_S1") < at(text, "__init_reached = 2;"));
-    CHECK(at(text, "__init_reached = 2;") < at(text, "INIT_S2"));
-    CHECK(at(text, "if (__init_reached > 1)") < at(text, "CLEAN_S2"));
-    CHECK(at(text, "CLEAN_S2") < at(text, "if (__init_reached > 0)"));
-    CHECK(at(text, "if (__init_reached > 0)") < at(text, "CLEAN_S1"));
+    const std::size_t run = at(text, "int opweave_graph::run(");
+    CHECK(at(text, "if (take_a(this, opweave_step_args + 2, inputs, outputs) != 0)") > run);
+    CHECK(at(text, "take_a(this") < at(text, "node_b(this, opweave_step_args + 4"));
+    CHECK(at(text, "node_b(this") < at(text, "undo_1:\n"));
+    CHECK(at(text, "undo_1:\n") < at(text, "undo_0:\n    if (drop_a(this"));
+    CHECK(text.find("goto undo_1;") != std::string::npos);
+}
+
+OPWEAVE_TEST(large_graphs_loop_over_the_table) {
+    ModuleSpec spec = two_block_spec();
+    spec.run_steps.clear();
+    for (int k = 1; k <= 40; ++k) {
+        spec.run_steps.push_back(Step{k, "take_a", "", {k}});
+    }
+    spec.init_steps.clear();
+    const std::string text = opweave::assemble_module(spec).text;
+    CHECK(text.find("goto undo_") == std::string::npos);
+    CHECK(text.find("opweave_run_steps(this, opweave_run_table, opweave_run_count") !=
+          std::string::npos);
+    CHECK(text.find("opweave_run_count = 40;") != std::string::npos);
+    CHECK_EQ(count(text, "{take_a, NULL, "), 40u);
+    // An empty table still has one (unused) row: C++ has no empty arrays.
+    CHECK(text.find("opweave_init_table[] = {\n    {NULL, NULL, 0, 0},\n};") != std::string::npos);
+    CHECK(text.find("opweave_init_count = 0;") != std::string::npos);
 }
 
 OPWEAVE_TEST(duplicates_dropped_for_support_code_headers_and_init_code) {
@@ -103,7 +130,7 @@ OPWEAVE_TEST(line_map_points_at_each_fragment) {
     CHECK_EQ(opweave::origin_of_line(module, first + 1), std::size_t{1});
     CHECK_EQ(opweave::origin_of_line(module, line_of(module.text, "BEHAVIOR_A")), std::size_t{0});
     CHECK_EQ(opweave::origin_of_line(module, 1), opweave::k_no_origin);
-    CHECK_EQ(opweave::origin_of_line(module, line_of(module.text, "__label_3")),
+    CHECK_EQ(opweave::origin_of_line(module, line_of(module.text, "struct op_b {")),
              opweave::k_no_origin);
 }
 
@@ -150,17 +177,26 @@ OPWEAVE_TEST(content_key_is_the_sha256_of_the_text_and_stable) {
     CHECK_EQ(a.content_key, opweave::to_hex(opweave::Sha256::of(a.text)));
     CHECK_EQ(a.text, b.text);
     ModuleSpec changed = two_block_spec();
-    changed.run_blocks[1].behavior.text = "BEHAVIOR_B2\n";
+    changed.definitions[1][1].text = "BEHAVIOR_B2\n";
     CHECK(opweave::assemble_module(changed).content_key != a.content_key);
 }
 
 OPWEAVE_TEST(bad_specs_are_rejected) {
     ModuleSpec duplicate_id = two_block_spec();
-    duplicate_id.struct_blocks[0].id = 1;
+    duplicate_id.init_steps[0].id = 1;
     CHECK_THROWS_AS(opweave::assemble_module(duplicate_id), std::invalid_argument);
     ModuleSpec zero_id = two_block_spec();
-    zero_id.run_blocks[0].id = 0;
+    zero_id.run_steps[0].id = 0;
     CHECK_THROWS_AS(opweave::assemble_module(zero_id), std::invalid_argument);
+    ModuleSpec no_function = two_block_spec();
+    no_function.run_steps[0].run = "";
+    CHECK_THROWS_AS(opweave::assemble_module(no_function), std::invalid_argument);
+    ModuleSpec bad_name = two_block_spec();
+    bad_name.run_steps[0].undo = "drop(); evil";
+    CHECK_THROWS_AS(opweave::assemble_module(bad_name), std::invalid_argument);
+    ModuleSpec bad_definition = two_block_spec();
+    bad_definition.definitions[0][1].origin = 42;
+    CHECK_THROWS_AS(opweave::assemble_module(bad_definition), std::invalid_argument);
     ModuleSpec bad_origin = two_block_spec();
     bad_origin.support_code.push_back(CodeFragment{"x", 99});
     CHECK_THROWS_AS(opweave::assemble_module(bad_origin), std::invalid_argument);

@@ -6,6 +6,21 @@ from opweave.graph.basic import Apply
 from opweave.link.c.op import COp
 
 
+def copy_and_update(x: str, z: str, fail: str, update: str, ctype: str = "double") -> str:
+    """C code: ``z`` = a copy of the array ``x`` (of C type ``ctype``), then
+    ``update`` (a statement on ``ctype* value``, which may use ``fail``) on
+    each element."""
+    return f"""
+    Py_XDECREF({z});
+    {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
+    if (!{z}) {fail}
+    for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i) {{
+        {ctype}* value = ({ctype}*)PyArray_DATA({z}) + i;
+        {update}
+    }}
+    """
+
+
 class TwoWays(COp):
     """C computes x + 1, perform computes x + 2: the result says which ran."""
 
@@ -22,10 +37,4 @@ class TwoWays(COp):
 
     def c_code(self, node, name, inp, out, sub):
         (x,), (z,) = inp, out
-        return f"""
-        Py_XDECREF({z});
-        {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
-        if (!{z}) {sub["fail"]}
-        for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
-            ((dtype_{z}*)PyArray_DATA({z}))[i] += 1;
-        """
+        return copy_and_update(x, z, sub["fail"], "*value += 1;", f"dtype_{z}")

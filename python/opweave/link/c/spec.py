@@ -1,17 +1,21 @@
 """Building the module spec of a graph: asking every type and op for its C
-code and laying out the blocks that :func:`opweave._core.assemble_module`
+code and laying out the steps that :func:`opweave._core.assemble_module`
 turns into one C++ module (see include/opweave/module_source.hpp).
 
-Variables get the C names ``V1, V2, ...`` (inputs first, then node outputs in
-topological order, then constants); ``py_V<n>`` is the Python object.
-Inputs, outputs and the code of each node live in run(): inputs are extracted
-from ``__inputs`` on each call. An output starts as the object the caller
-offers in its ``__outputs`` slot (a preallocated output, extracted like an
-input), or empty when the slot is NULL, as it is on every ordinary call (so
-two calls never share an output); it is synced back to ``__outputs``. Constants and
-intermediate results live in the struct: constants are extracted once when
-the function is created, and intermediates keep their storage between calls,
-as in PyTensor.
+Each variable is an instance of its type's cell struct (:mod:`._cells`), in
+the graph struct; each node runs its code's struct (:mod:`._node_code`).
+Variables are numbered ``V1, V2, ...`` in messages (inputs first, then node
+outputs in topological order, then constants). The run steps, in order:
+every input is taken from the caller's arguments; every node output that is
+a graph output starts as the object the caller offers in its output slot (a
+preallocated output, extracted like an input), or empty when the slot is
+NULL, as it is on every ordinary call (so two calls never share an output);
+then the nodes run, in topological order. Undoing them syncs the outputs
+back to the caller's slots. The init steps take the constants (once, when
+the function is created), make the intermediate results empty (they keep
+their storage between calls, as in PyTensor) and run the nodes' struct init
+code. A step's id is what a failure reports: ``block_names`` says what it
+runs.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from opweave.configparser import config
 from opweave.graph.basic import Apply, Constant, Variable
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.utils import MethodNotDefined
+from opweave.link.c._cells import Cells
+from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs
 from opweave.link.c.hooks import as_code_list, call_hook, get_hook, has_hook
 from opweave.link.c.interface import CLinkerOp
 
@@ -29,10 +35,6 @@ __all__ = ["GraphSpec", "MissingCCode", "build_spec"]
 
 _NO_ORIGIN = -1
 _TYPE_HOOKS = ("c_declare", "c_init", "c_extract", "c_sync")
-
-
-class MissingCCode(NotImplementedError):
-    """An op or type of the graph has no C implementation."""
 
 
 class GraphSpec(NamedTuple):
@@ -117,14 +119,18 @@ class _Builder:
         self.variables: list[Variable] = []  # in C-name order, set by name_variables
         self.literals: dict[int, str | None] = {}
         self.params: dict[int, Constant] = {}  # id(node) -> its params constant
-        self.run_blocks: list[tuple[Any, ...]] = []
-        self.struct_blocks: list[tuple[Any, ...]] = []
+        self.run_steps: list[tuple[int, str, str, list[int]]] = []
+        self.init_steps: list[tuple[int, str, str, list[int]]] = []
         self.orphans: list[Any] = []
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
         self.next_id = len(fgraph.inputs) + 1
         self.nodes = fgraph.toposort()
         self.output_slots: dict[int, list[int]] = {}
+        self.cells_of: dict[int, str] = {}  # id(variable) -> its cell struct
+        self.places: dict[int, int] = {}  # id(variable) -> its index among its cell's
+        self.cells = Cells(self.fragment)
+        self.nodes_code = NodeStructs(self.fragment, self.cells)
         for slot, variable in enumerate(fgraph.outputs):
             self.output_slots.setdefault(id(variable), []).append(slot)
 
@@ -149,23 +155,13 @@ class _Builder:
         label = f" {variable.name!r}" if variable.name else ""
         return f"variable {self.names[id(variable)]}{label} ({variable.type})"
 
-    def type_sub(self, name: str, block: int, fail: str) -> dict[str, str]:
-        return {"fail": fail, "id": str(block), "failure_var": "__failure", "py_ptr": f"py_{name}"}
-
     def check_for_variable(self, variable: Variable) -> bool:
+        """Whether ``variable``'s type code checks values: when an op that
+        uses or makes it has ``check_input`` on."""
         users = [node.op for node, _ in self.fgraph.clients.get(id(variable), [])]
         if variable.owner is not None:
             users.append(variable.owner.op)
         return any(_check_input(op) for op in users) if users else config.check_input
-
-    def type_code(self, variable: Variable, hook: str, sub: dict[str, str], **kw: Any) -> tuple:
-        name = self.names[id(variable)]
-        text = call_hook(variable.type, hook, name, sub, default="", **kw)
-        return self.fragment(text, f"{self.describe(variable)} {hook}")
-
-    @staticmethod
-    def join(*fragments: tuple[str, int]) -> list[tuple[str, int]]:
-        return [f for f in fragments if f[0]]
 
     # --- naming --------------------------------------------------------------
 
@@ -214,151 +210,90 @@ class _Builder:
         """The inlined C expression of a constant, or None."""
         return self.literals[id(variable)]
 
-    # --- blocks --------------------------------------------------------------
+    # --- steps ---------------------------------------------------------------
 
-    def sync_outputs(self, variable: Variable) -> str:
-        """Stores ``variable`` in its output slots, releasing whatever the
-        caller offered there that the graph did not use."""
-        name = self.names[id(variable)]
-        return "".join(
-            f"Py_XDECREF(__outputs[{slot}]);\n__outputs[{slot}] = py_{name};\n"
-            f"Py_INCREF(py_{name});\n"
-            for slot in self.output_slots.get(id(variable), [])
-        )
+    def place(
+        self, variable: Variable, check: bool, roles: tuple[str, ...], needs: tuple = ()
+    ) -> list[int]:
+        """Gives ``variable`` a cell in the graph, whose steps call ``roles``;
+        the ``args`` of those steps without the position:
+        ``[index, n_slots, slots...]``."""
+        cell = self.cells.cell(variable, check, self.describe(variable), needs)
+        self.cells_of[id(variable)] = cell
+        index = self.cells.place(cell, roles)
+        self.places[id(variable)] = index
+        slots = self.output_slots.get(id(variable), [])
+        return [index, len(slots), *slots]
+
+    @staticmethod
+    def with_position(args: list[int], position: int) -> list[int]:
+        return [args[0], position, *args[1:]]
 
     def add_input(self, position: int, variable: Variable) -> None:
-        name, block = self.names[id(variable)], position + 1
-        sub = self.type_sub(name, block, fail_run(block))
         # Graph inputs are always checked, whatever their users' check_input:
         # the checks are what sends an inexact argument to Type.filter rather
         # than into C code that would misread it.
-        declare = self.type_code(variable, "c_declare", sub, check_input=True)
-        extract = self.type_code(variable, "c_extract", sub, check_input=True)
-        cleanup = self.type_code(variable, "c_cleanup", sub)
-        sync = self.sync_outputs(variable)
-        self.run_blocks.append(
-            (
-                block,
-                (f"PyObject* py_{name};\n" + declare[0], declare[1]),
-                (
-                    f"py_{name} = __inputs[{position}];\nPy_INCREF(py_{name});\n" + extract[0],
-                    extract[1],
-                ),
-                (
-                    (f"if (!__failure) {{\n{sync}}}\n" if sync else "")
-                    + cleanup[0]
-                    + f"Py_XDECREF(py_{name});\n",
-                    cleanup[1],
-                ),
-            )
+        args = self.place(variable, True, ("take", "drop"))
+        cell = self.cells_of[id(variable)]
+        self.run_steps.append(
+            (position + 1, f"take_{cell}", f"drop_{cell}", self.with_position(args, position))
         )
 
     def add_output(self, variable: Variable) -> None:
         """An output computed by a node: its storage is what the caller
         offers in its (first) slot, taken over, or None."""
-        name, block = self.names[id(variable)], self.new_id()
-        self.block_names[block] = f"output {self.describe(variable)}"
-        sub = self.type_sub(name, block, fail_run(block))
         check = self.check_for_variable(variable)
-        declare = self.type_code(variable, "c_declare", sub, check_input=check)
-        init = self.type_code(variable, "c_init", sub)
-        extract = self.type_code(variable, "c_extract", sub, check_input=check)
-        sync = self.type_code(variable, "c_sync", sub)
-        cleanup = self.type_code(variable, "c_cleanup", sub)
-        slot = self.output_slots[id(variable)][0]
-        self.output_blocks[block] = slot
-        take = (
-            f"py_{name} = __outputs[{slot}];\n__outputs[{slot}] = NULL;\n"
-            f"if (py_{name} == NULL) {{\npy_{name} = Py_None;\nPy_INCREF(py_{name});\n}}\n"
-        )
-        self.run_blocks.append(
-            (
-                block,
-                (f"PyObject* py_{name};\n" + declare[0], declare[1]),
-                (
-                    f"{take}if (py_{name} == Py_None) {{\n{init[0]}\n}} else {{\n"
-                    f"{extract[0]}\n}}\n",
-                    extract[1] if extract[0] else init[1],
-                ),
-                (
-                    f"if (!__failure) {{\n{sync[0]}\n{self.sync_outputs(variable)}}}\n{cleanup[0]}"
-                    f"Py_XDECREF(py_{name});\n",
-                    sync[1] if sync[0] else cleanup[1],
-                ),
-            )
+        args = self.place(variable, check, ("take_output", "finish"), ("c_init", "c_sync"))
+        cell, step = self.cells_of[id(variable)], self.new_id()
+        self.block_names[step] = f"output {self.describe(variable)}"
+        self.output_blocks[step] = self.output_slots[id(variable)][0]
+        self.run_steps.append(
+            (step, f"take_output_{cell}", f"finish_{cell}", self.with_position(args, 0))
         )
 
     def add_struct_variable(self, variable: Variable) -> None:
         """A constant (extracted once, from the orphans) or an intermediate
         result (storage kept between calls)."""
-        name, block = self.names[id(variable)], self.new_id()
-        sub = self.type_sub(name, block, fail_init(block))
         check = self.check_for_variable(variable)
-        declare = self.type_code(variable, "c_declare", sub, check_input=check)
-        if isinstance(variable, Constant):
+        constant = isinstance(variable, Constant)
+        output = constant and id(variable) in self.output_slots
+        roles = ("take", "drop", *(("store",) if output else ())) if constant else ("empty", "drop")
+        args = self.place(variable, check, roles, () if constant else ("c_init",))
+        cell = self.cells_of[id(variable)]
+        position = 0
+        if constant:
             self.orphans.append(variable.data)
-            setup = f"py_{name} = __orphans[{len(self.orphans) - 1}];\nPy_INCREF(py_{name});\n"
-            body = self.type_code(variable, "c_extract", sub, check_input=check)
-        else:
-            setup = f"py_{name} = Py_None;\nPy_INCREF(py_{name});\n"
-            body = self.type_code(variable, "c_init", sub)
-        cleanup = self.type_code(variable, "c_cleanup", sub)
-        self.struct_blocks.append(
-            (
-                block,
-                (f"PyObject* py_{name};\n" + declare[0], declare[1]),
-                (setup + body[0], body[1]),
-                (cleanup[0] + f"Py_XDECREF(py_{name});\n", cleanup[1]),
-            )
+            position = len(self.orphans) - 1
+        first = "take" if constant else "empty"
+        self.init_steps.append(
+            (self.new_id(), f"{first}_{cell}", f"drop_{cell}", self.with_position(args, position))
         )
-        if isinstance(variable, Constant) and id(variable) in self.output_slots:
-            self.run_blocks.append(
-                (self.new_id(), ("", -1), (self.sync_outputs(variable), -1), ("", -1))
-            )
+        if output:
+            self.run_steps.append((self.new_id(), f"store_{cell}", "", self.with_position(args, 0)))
 
     def add_node(self, index: int, node: Apply) -> None:
-        op, name = node.op, f"node_{index}"
-        what = f"node {index} ({op})"
-        inputs = [self.literal(v) or self.names[id(v)] for v in node.inputs]
-        outputs = [self.names[id(v)] for v in node.outputs]
-        block = self.new_id()
-        self.block_names[block] = what
-        sub = {"fail": fail_run(block), "id": str(block), "failure_var": "__failure"}
+        what = f"node {index} ({node.op})"
         params = self.params.get(id(node))
-        if params is not None:
-            sub["params"] = self.names[id(params)]
-        try:
-            code = op.c_code(node, name, inputs, outputs, sub)
-        except (NotImplementedError, MethodNotDefined) as error:
-            raise MissingCCode(
-                f"{what} has no C implementation ({error}); run the graph with "
-                f"mode='py', or give {type(op).__name__} a c_code method"
-            ) from error
-        cleanup = call_hook(op, "c_code_cleanup", node, name, inputs, outputs, sub, default="")
-        self.run_blocks.append(
-            (
-                block,
-                ("", _NO_ORIGIN),
-                self.fragment(code, f"{what} c_code"),
-                self.fragment(cleanup, f"{what} c_code_cleanup"),
-            )
+        cells = [None if self.literal(v) else self.cells_of[id(v)] for v in node.inputs]
+        args = NodeArgs(
+            inputs=cells,
+            literals=[self.literal(v) for v in node.inputs],
+            outputs=[self.cells_of[id(v)] for v in node.outputs],
+            params=None if params is None else self.cells_of[id(params)],
         )
-        struct_id = self.new_id()
-        struct_sub = {"fail": fail_init(struct_id), "id": str(struct_id)}
+        struct = self.nodes_code.struct(node, args, what)
+        used = [v for v in node.inputs if not self.literal(v)] + list(node.outputs)
         if params is not None:
-            struct_sub["params"] = sub["params"]
-        members = call_hook(op, "c_support_code_struct", node, name, default="")
-        init = call_hook(op, "c_init_code_struct", node, name, struct_sub, default="")
-        release = call_hook(op, "c_cleanup_code_struct", node, name, default="")
-        if members or init or release:
-            self.struct_blocks.append(
-                (
-                    struct_id,
-                    self.fragment(members, f"{what} c_support_code_struct"),
-                    self.fragment(init, f"{what} c_init_code_struct"),
-                    self.fragment(release, f"{what} c_cleanup_code_struct"),
-                )
+            used.append(params)
+        indices = [self.places[id(v)] for v in used]
+        step = self.new_id()
+        self.block_names[step] = what
+        if struct.stateful:
+            indices.append(self.nodes_code.place(struct))
+            self.init_steps.append(
+                (self.new_id(), f"init_{struct.name}", f"cleanup_{struct.name}", indices)
             )
+        self.run_steps.append((step, f"node_{struct.name}", "", indices))
 
     # --- module-level code ---------------------------------------------------
 
@@ -384,18 +319,14 @@ class _Builder:
                 support.append(self.fragment(text, f"{label} c_support_code"))
             for text in as_code_list(call_hook(obj, "c_init_code", **kw), f"{label}.c_init_code"):
                 init.append(self.fragment(text, f"{label} c_init_code"))
-        init_apply: list[tuple[str, int]] = []
-        for index, node in enumerate(self.nodes):
-            what, name = f"node {index} ({node.op})", f"node_{index}"
-            text = call_hook(node.op, "c_support_code_apply", node, name, default="")
-            support.append(self.fragment(text, f"{what} c_support_code_apply"))
-            text = call_hook(node.op, "c_init_code_apply", node, name, default="")
-            init_apply.append(self.fragment(text, f"{what} c_init_code_apply"))
         return {
             "headers": [str(h) for h in headers],
-            "support_code": support,
+            "support_code": [*support, *self.nodes_code.support_apply],
             "init_code": init,
-            "init_code_apply": init_apply,
+            "init_code_apply": self.nodes_code.init_apply,
+            "definitions": [*self.cells.definitions, *self.nodes_code.definitions],
+            "members": [*self.cells.members(), *self.nodes_code.members()],
+            "step_functions": [*self.cells.step_functions(), *self.nodes_code.functions],
         }
 
     def check_c_support(self) -> None:
@@ -436,8 +367,8 @@ class _Builder:
         spec = self.module_code(objects)
         spec.update(
             origins=self.origins,
-            struct_blocks=self.struct_blocks,
-            run_blocks=self.run_blocks,
+            init_steps=self.init_steps,
+            run_steps=self.run_steps,
             n_inputs=len(self.fgraph.inputs),
             n_outputs=len(self.fgraph.outputs),
             n_orphans=len(self.orphans),

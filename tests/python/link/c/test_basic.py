@@ -3,6 +3,7 @@ choice, hooks in every style, struct state and constants."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -142,12 +143,22 @@ def test_check_input_false_drops_checks_except_on_graph_inputs() -> None:
     x = dvector("x")
     # An intermediate result made and used only by unchecked ops loses its
     # typedef and checks.
+    # Each variable's type code is a cell struct named by its text: the input
+    # and the intermediate get different cells, and only one has the typedef.
     graph = opweave.graph.FunctionGraph([x], [Unchecked()(Unchecked()(x))])
     text = CLinker().accept(graph).get_src_code()
-    assert "typedef npy_float64 dtype_V1" in text
-    assert "typedef npy_float64 dtype_V2" not in text
+    cells = re.findall(r"^struct (cell_\w+) \{", text, re.M)
+    assert len(cells) == 2
+    assert text.count("typedef npy_float64 dtype_V;") == 1
+    assert text.index("typedef npy_float64 dtype_V;") < text.index(f"struct {cells[1]} {{")
+    # The checked cell holds the input; the unchecked one the intermediate
+    # and the output.
+    assert re.search(rf"^{cells[0]} {cells[0]}_v\[1\];$", text, re.M)
+    assert re.search(rf"^{cells[1]} {cells[1]}_v\[2\];$", text, re.M)
     checked = CLinker().accept(opweave.graph.FunctionGraph([x], [Scale()(Scale()(x))]))
-    assert "typedef npy_float64 dtype_V2" in checked.get_src_code()
+    checked_text = checked.get_src_code()
+    assert len(re.findall(r"^struct cell_\w+ \{", checked_text, re.M)) == 1
+    assert checked_text.count("typedef npy_float64 dtype_V;") == 1
     # Graph inputs stay checked: the checks are what turns a bad argument
     # into a TypeError instead of a misread pointer.
     f = function([x], Unchecked()(x))

@@ -1,0 +1,164 @@
+"""How compile time and the per-node linker scale with the graph (not a test).
+
+Measures, in one run, with the graphs of scaling_graphs.py:
+- cold `function()` in a fresh process, in a compile dir that already holds the
+  precompiled prelude (a different graph is compiled there first): chain1,
+  chain200, wide200 and kchainA200, then kchainB200 in the same dir after
+  kchainA200 (an edit of its last 5 ops);
+- PyTensor's C linker on chain1 and kchainA200, the same way, when
+  --pytensor-python points at an interpreter with pytensor;
+- per call, with length-1 vectors: `Mode(linker="c|py")` on a 10-node chain and
+  on the same chain with one Python-only node, against PyTensor's `cvm`.
+
+Prints the medians and the target figures (ratios measured in this run), the
+machine's load before and after, and writes them as JSON (--json).
+Usage: python benchmarks/bench_scaling.py [--repeat N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_PYTENSOR_PYTHON = "/work/venvs/pytensor/bin/python"
+FLAGS_VARIABLE = {"opweave": "OPWEAVE_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
+COLD_GRAPHS = ("chain1", "chain200", "wide200", "kchainA200", "kchainB200")
+PYTENSOR_COLD = ("chain1", "kchainA200")
+# (label, numerator, denominator, target)
+FIGURES = (
+    ("chain1, opweave / PyTensor C linker", "opweave.chain1", "pytensor.chain1", 0.35),
+    ("chain200 / chain1", "opweave.chain200", "opweave.chain1", 2.5),
+    ("wide200 / chain1", "opweave.wide200", "opweave.chain1", 3.0),
+    ("kchainB200 after kchainA200 / kchainA200", "opweave.kchainB200", "opweave.kchainA200", 0.3),
+    ("kchainA200, opweave / PyTensor C linker", "opweave.kchainA200", "pytensor.kchainA200", 0.25),
+    ("c|py per call, 10-node chain / cvm", "opweave.call_chain10", "pytensor.call_chain10", 0.25),
+    (
+        "the same with one Python node / cvm",
+        "opweave.call_pychain10",
+        "pytensor.call_pychain10",
+        0.5,
+    ),
+)
+
+
+# ---------------------------------------------------------------- worker side
+
+
+def worker(backend: str, task: str) -> dict[str, Any]:
+    """Runs in a fresh process: times `function()` on a graph (task "cold:<graph>")
+    or calls of a `c|py` function (task "calls")."""
+    import time
+
+    sys.path.insert(0, str(HERE))
+    import numpy as np
+
+    import scaling_graphs
+
+    api = scaling_graphs.import_backend(backend)
+    if task.startswith("cold:"):
+        inputs, outputs = scaling_graphs.build(api, task[5:])
+        mode = api.mode.Mode(linker="c", optimizer=None)
+        start = time.perf_counter()
+        api.function(inputs, outputs, mode=mode)
+        return {"seconds": time.perf_counter() - start}
+    linker = "c|py" if backend == "opweave" else "cvm"
+    mode = api.mode.Mode(linker=linker, optimizer=None)
+    x, s = np.ones(1), np.array(2.0)
+    found = {}
+    for graph in ("chain10", "pychain10"):
+        inputs, outputs = scaling_graphs.build(api, graph)
+        f = api.function(inputs, outputs, mode=mode)
+        f(x, s)
+        number = 20000
+        times = timeit.repeat(lambda f=f: f(x, s), number=number, repeat=7)
+        found[f"call_{graph}"] = statistics.median(times) / number * 1e6
+    return found
+
+
+def run_worker(python: str, backend: str, task: str, compiledir: Path) -> dict[str, Any]:
+    env = dict(os.environ)
+    env[FLAGS_VARIABLE[backend]] = f"compiledir={compiledir}"
+    done = subprocess.run(
+        [python, str(Path(__file__).resolve()), "--worker", backend, task],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{backend} {task} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- driver side
+
+
+def measure(backend: str, python: str, repeat: int, scratch: Path) -> dict[str, float]:
+    graphs = COLD_GRAPHS if backend == "opweave" else PYTENSOR_COLD
+    samples: dict[str, list[float]] = {graph: [] for graph in graphs}
+    for r in range(repeat):
+        compiledir = scratch / f"{backend}-{r}"
+        run_worker(python, backend, "cold:kchainA1", compiledir)  # the prelude, helpers
+        for graph in graphs:
+            samples[graph].append(
+                run_worker(python, backend, f"cold:{graph}", compiledir)["seconds"]
+            )
+    found = {graph: statistics.median(values) for graph, values in samples.items()}
+    found.update(run_worker(python, backend, "calls", scratch / f"{backend}-calls"))
+    return found
+
+
+def report(results: dict[str, dict[str, float]], load: list[float]) -> dict[str, Any]:
+    flat = {f"{b}.{k}": v for b, values in results.items() for k, v in values.items()}
+    print(f"load average before and after: {load[0]:.2f}, {load[1]:.2f}")
+    for key, value in sorted(flat.items()):
+        unit = "us" if ".call_" in key else "s"
+        print(f"  {key:<28} {value:10.4f} {unit}")
+    figures = {}
+    print(f"\n{'figure':<44} {'ratio':>8}  target")
+    for label, top, bottom, target in FIGURES:
+        ratio = flat[top] / flat[bottom] if top in flat and bottom in flat else None
+        figures[label] = {"ratio": ratio, "target": target}
+        shown = f"{ratio:8.3f}" if ratio is not None else "     n/a"
+        print(f"{label:<44} {shown}  <= {target}")
+    return {"medians": flat, "figures": figures, "load": load}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--pytensor-python", default=DEFAULT_PYTENSOR_PYTHON)
+    parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "TASK"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(*args.worker)))
+        return
+    backends = {"opweave": sys.executable}
+    if Path(args.pytensor_python).exists():
+        backends["pytensor"] = args.pytensor_python
+    else:
+        print(f"no PyTensor at {args.pytensor_python}: its figures are left out")
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="opweave-bench-scaling-") as scratch:
+        results = {
+            name: measure(name, python, args.repeat, Path(scratch))
+            for name, python in backends.items()
+        }
+    load.append(os.getloadavg()[0])
+    found = report(results, load)
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The graphs of bench_scaling.py, built with either backend's C-op API.
+
+Every graph is made of the seed tutorial's VectorTimesScalar, or of a variant
+whose C text multiplies by a constant of its own (`ScaledVectorTimesScalar(k)`),
+so that two variants are two different codes:
+- chainN: N nodes of one op in a chain;
+- wideN: N vector inputs and one shared scalar, N outputs, one op;
+- kchainAN: a chain of N different ops (k = 1..N);
+- kchainBN: kchainAN with its last 5 ops changed (k = N+1..N+5);
+- pychainN: a chain of N nodes whose middle node has no C code (for `c|py`).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from backends import import_backend
+
+__all__ = ["build", "import_backend", "make_ops"]
+
+
+_C_CODE = """
+if (NULL == %(z)s || PyArray_DIMS(%(x)s)[0] != PyArray_DIMS(%(z)s)[0]) {
+    Py_XDECREF(%(z)s);
+    %(z)s = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(%(x)s), PyArray_TYPE(%(x)s), 0);
+    if (!%(z)s) {
+        %(fail)s;
+    }
+}
+{
+    npy_float64* x_data = (npy_float64*)PyArray_DATA(%(x)s);
+    npy_float64* z_data = (npy_float64*)PyArray_DATA(%(z)s);
+    npy_float64 y_value = ((npy_float64*)PyArray_DATA(%(y)s))[0] * %(k)s;
+    int x_stride = PyArray_STRIDES(%(x)s)[0] / 8;
+    int z_stride = PyArray_STRIDES(%(z)s)[0] / 8;
+    int n = PyArray_DIMS(%(x)s)[0];
+    for (int i = 0; i < n; i++) {
+        z_data[i * z_stride] = x_data[i * x_stride] * y_value;
+    }
+}
+"""
+
+
+def make_ops(api: SimpleNamespace) -> SimpleNamespace:
+    """The ops, built on `api`'s COp and Op."""
+
+    class ScaledVectorTimesScalar(api.op.COp):
+        __props__ = ("k",)
+
+        def __init__(self, k: int = 1) -> None:
+            self.k = k
+
+        def make_node(self, x: Any, y: Any) -> Any:
+            return api.basic.Apply(self, [x, y], [x.type()])
+
+        def perform(self, node: Any, inputs: Any, output_storage: Any) -> None:
+            x, y = inputs
+            output_storage[0][0] = x * y * self.k
+
+        def c_code_cache_version(self) -> tuple[int, ...]:
+            return (1,)
+
+        def c_code(self, node: Any, name: str, inp: Any, out: Any, sub: Any) -> str:
+            (x, y), (z,) = inp, out
+            return _C_CODE % {"x": x, "y": y, "z": z, "k": f"{self.k}.0", "fail": sub["fail"]}
+
+    class PythonScale(api.graph_op.Op):
+        """A node with no C code: `c|py` runs its perform."""
+
+        __props__ = ()
+
+        def make_node(self, x: Any, y: Any) -> Any:
+            return api.basic.Apply(self, [x, y], [x.type()])
+
+        def perform(self, node: Any, inputs: Any, output_storage: Any) -> None:
+            x, y = inputs
+            output_storage[0][0] = x * y
+
+    return SimpleNamespace(scaled=ScaledVectorTimesScalar, python=PythonScale)
+
+
+def build(api: SimpleNamespace, graph: str) -> tuple[list[Any], list[Any]]:
+    """The inputs and outputs of the graph named `graph` (see the top)."""
+    ops = make_ops(api)
+    x, s = api.tensor.dvector("x"), api.tensor.dscalar("s")
+    kind = graph.rstrip("0123456789")
+    n = int(graph[len(kind) :])
+    if kind == "wide":
+        xs = [api.tensor.dvector(f"x{i}") for i in range(n)]
+        op = ops.scaled(1)
+        return [*xs, s], [op(v, s) for v in xs]
+    if kind == "chain":
+        ks = [1] * n
+    elif kind == "kchainA":
+        ks = list(range(1, n + 1))
+    elif kind == "kchainB":
+        ks = list(range(1, n - 4)) + list(range(n + 1, n + 6))
+    elif kind == "pychain":
+        y = x
+        for i in range(n):
+            y = (ops.python() if i == n // 2 else ops.scaled(1))(y, s)
+        return [x, s], [y]
+    else:
+        raise ValueError(f"unknown graph {graph!r}")
+    y = x
+    for k in ks:
+        y = ops.scaled(k)(y, s)
+    return [x, s], [y]

@@ -1,0 +1,221 @@
+"""Node code: one C++ struct per distinct node code.
+
+A node's op is asked for its code under names that do not depend on where
+the node sits in the graph: inputs ``V_in0, V_in1, ...`` (or a constant's
+literal), outputs ``V_out0, ...``, params ``V_params``, and the node name
+``opweave_node`` (or, when the op's code uses the name, ``node_<hash>`` of
+that code, so that two different codes never define the same names). The
+code becomes a struct::
+
+    struct op_<hash> {
+        <c_support_code_struct>          // per-node state, if any
+        int init(cell_P& params);        // c_init_code_struct
+        void cleanup();                  // c_cleanup_code_struct
+        int run(cell_A& in0, ..., cell_Z& out0, ..., cell_P& params);
+    };
+
+``run`` copies each cell's C value into a local declared by the variable's
+type, runs ``c_code`` then ``c_code_cleanup``, and copies the outputs back.
+Nodes whose code is identical share the struct; each keeps its own instance
+when the op has struct-level state. Without state, ``run`` is static.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from opweave.graph.basic import Apply
+from opweave.graph.utils import MethodNotDefined
+from opweave.link.c._cells import Cells, Fragment, Fragmenter, code_hash, step_function
+from opweave.link.c.hooks import call_hook
+
+__all__ = ["MissingCCode", "NodeStructs", "OpStruct"]
+
+PLACEHOLDER = "opweave_node"
+PARAMS = "V_params"
+_SUB = {"fail": "OPWEAVE_FAIL(1)", "id": "1", "failure_var": "__failure"}
+_STRUCT_SUB = {"fail": "OPWEAVE_FAIL_INIT(1)", "id": "1"}
+_NODE_HOOKS = (
+    "c_code",
+    "c_code_cleanup",
+    "c_support_code_struct",
+    "c_init_code_struct",
+    "c_cleanup_code_struct",
+    "c_support_code_apply",
+    "c_init_code_apply",
+)
+
+
+class MissingCCode(NotImplementedError):
+    """An op or type of the graph has no C implementation."""
+
+
+class OpStruct(NamedTuple):
+    """The struct running a node's code."""
+
+    name: str
+    stateful: bool  # has struct-level state: one instance per node
+
+
+class NodeArgs(NamedTuple):
+    """What a node's run() is given."""
+
+    inputs: Sequence[str | None]  # per input: its cell, or None for a literal
+    literals: Sequence[str | None]  # per input: its literal, or None
+    outputs: Sequence[str]  # per output: its cell
+    params: str | None  # the params' cell
+
+
+def _text(value: Any, what: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must return a string, got {type(value).__name__}")
+    return value
+
+
+class NodeStructs:
+    """The op structs of one module, each defined once, and the module-level
+    code of each (apply-specific support and init code)."""
+
+    def __init__(self, fragment: Fragmenter, cells: Cells) -> None:
+        self.fragment = fragment
+        self.cells = cells
+        self.counts: dict[str, int] = {}  # stateful struct -> instances in the graph
+        self.functions: list[list[Fragment]] = []  # the step functions
+        self.structs: dict[str, OpStruct] = {}  # key text -> struct
+        self.definitions: list[list[Fragment]] = []
+        self.support_apply: list[Fragment] = []
+        self.init_apply: list[Fragment] = []
+
+    def hook_texts(self, node: Apply, name: str, args: NodeArgs, what: str) -> list[str]:
+        """The texts of the node hooks, under node name ``name``."""
+        op = node.op
+        inputs = [literal or f"V_in{k}" for k, literal in enumerate(args.literals)]
+        outputs = [f"V_out{k}" for k in range(len(args.outputs))]
+        sub, struct_sub = dict(_SUB), dict(_STRUCT_SUB)
+        if args.params is not None:
+            sub["params"] = struct_sub["params"] = PARAMS
+        try:
+            code = op.c_code(node, name, inputs, outputs, sub)
+        except (NotImplementedError, MethodNotDefined) as error:
+            raise MissingCCode(
+                f"{what} has no C implementation ({error}); run the graph with "
+                f"mode='py', or give {type(op).__name__} a c_code method"
+            ) from error
+        calls: list[Callable[[], Any]] = [
+            lambda: code,
+            lambda: call_hook(op, "c_code_cleanup", node, name, inputs, outputs, sub),
+            lambda: call_hook(op, "c_support_code_struct", node, name),
+            lambda: call_hook(op, "c_init_code_struct", node, name, struct_sub),
+            lambda: call_hook(op, "c_cleanup_code_struct", node, name),
+            lambda: call_hook(op, "c_support_code_apply", node, name),
+            lambda: call_hook(op, "c_init_code_apply", node, name),
+        ]
+        return [
+            _text(call(), f"{what} {hook}") for hook, call in zip(_NODE_HOOKS, calls, strict=True)
+        ]
+
+    def struct(self, node: Apply, args: NodeArgs, what: str) -> OpStruct:
+        """The struct for ``node`` (``what`` names it in errors), defined on
+        first use."""
+        cells = [c or "" for c in args.inputs] + [*args.outputs, args.params or ""]
+        texts = self.hook_texts(node, PLACEHOLDER, args, what)
+        if any(PLACEHOLDER in text for text in texts):
+            texts = self.hook_texts(node, f"node_{code_hash(*texts, *cells)}", args, what)
+        key = "\0".join([*texts, *cells])
+        found = self.structs.get(key)
+        if found is not None:
+            return found
+        found = OpStruct(f"op_{code_hash(*texts, *cells)}", any(texts[2:5]))
+        self.structs[key] = found
+        parts = [
+            self.fragment(text, f"{what} {hook}")
+            for hook, text in zip(_NODE_HOOKS, texts, strict=True)
+        ]
+        self.support_apply.append(parts[5])
+        self.init_apply.append(parts[6])
+        self.definitions.append(self._define(found, args, parts))
+        self.functions.append([(self._step_functions(found, args), -1)])
+        return found
+
+    def place(self, struct: OpStruct) -> int:
+        """A new instance of a stateful ``struct`` in the graph (its index in
+        the array ``<name>_v``)."""
+        index = self.counts.get(struct.name, 0)
+        self.counts[struct.name] = index + 1
+        return index
+
+    def members(self) -> list[Fragment]:
+        """The graph struct's arrays of per-node state."""
+        return [(f"{name} {name}_v[{count}];\n", -1) for name, count in self.counts.items()]
+
+    @staticmethod
+    def _step_functions(struct: OpStruct, args: NodeArgs) -> str:
+        """``node_<op>`` (runs the node) and, with state, ``init_<op>`` and
+        ``cleanup_<op>``; their ``args`` are the cells' indices (inputs,
+        outputs, params) then the instance's."""
+        cells = [c for c in args.inputs if c is not None] + [*args.outputs]
+        if args.params is not None:
+            cells.append(args.params)
+        values = ", ".join(f"g->{cell}_v[a[{k}]]" for k, cell in enumerate(cells))
+        name, n = struct.name, len(cells)
+        instance = f"g->{name}_v[a[{n}]]"
+        if not struct.stateful:
+            return step_function(
+                f"node_{name}", f"(void)v;\n(void)o;\nreturn {name}::run({values});\n"
+            )
+        params = f"g->{args.params}_v[a[{n - 1}]]" if args.params is not None else ""
+        return (
+            step_function(f"node_{name}", f"(void)v;\n(void)o;\nreturn {instance}.run({values});\n")
+            + step_function(
+                f"init_{name}", f"(void)v;\n(void)o;\nreturn {instance}.init({params});\n"
+            )
+            + step_function(
+                f"cleanup_{name}",
+                f"(void)failure;\n(void)o;\n{instance}.cleanup();\nreturn 0;\n",
+                True,
+            )
+        )
+
+    def _local(self, cell: str, name: str, source: str) -> list[Fragment]:
+        """A local ``name`` declared by ``cell``'s type and set from ``source``."""
+        kind, check = self.cells.types[cell]
+        declare = call_hook(kind, "c_declare", name, dict(_SUB), default="", check_input=check)
+        return [
+            (f"PyObject*& py_{name} = {source}.py_V;\n", -1),
+            self.fragment(declare, f"type {kind} c_declare"),
+            (f"{name} = {source}.V;\n", -1),
+        ]
+
+    def _define(self, struct: OpStruct, args: NodeArgs, parts: list[Fragment]) -> list[Fragment]:
+        code, cleanup, members, init, release = parts[:5]
+        params: list[str] = []
+        locals_: list[Fragment] = []
+        if args.params is not None:
+            params = [f"{args.params}& __p"]
+            locals_ = self._local(args.params, PARAMS, "__p")
+        out: list[Fragment] = [(f"struct {struct.name} {{\n", -1), members]
+        if struct.stateful:
+            out += [(f"int init({', '.join(params)}) {{\n", -1), *locals_, ("{\n", -1), init]
+            out += [("}\nreturn 0;\n}\nvoid cleanup() {\n", -1), release, ("}\n", -1)]
+        signature: list[str] = []
+        body: list[Fragment] = []
+        for k, cell in enumerate(args.inputs):
+            if cell is not None:
+                signature.append(f"{cell}& __i{k}")
+                body += self._local(cell, f"V_in{k}", f"__i{k}")
+        for k, cell in enumerate(args.outputs):
+            signature.append(f"{cell}& __o{k}")
+            body += self._local(cell, f"V_out{k}", f"__o{k}")
+        static = "" if struct.stateful else "static "
+        head = f"{static}int run({', '.join([*signature, *params])}) {{\n"
+        out += [(head + "int __failure = 0;\n", -1), *body, *locals_, ("{\n", -1), code]
+        copy_back = "".join(f"__o{k}.V = V_out{k};\n" for k in range(len(args.outputs)))
+        out += [
+            ("__label_1: ;\n", -1),
+            cleanup,
+            (f"}}\n{copy_back}return __failure;\n}}\n}};\n", -1),
+        ]
+        return out
