@@ -43,7 +43,11 @@ if (NULL == %(z)s || PyArray_DIMS(%(x)s)[0] != PyArray_DIMS(%(z)s)[0]) {
 
 
 def make_ops(api: SimpleNamespace) -> SimpleNamespace:
-    """The ops, built on `api`'s COp and Op."""
+    """The ops, built on `api`'s COp and Op (once per process)."""
+    if "PythonScale" in globals():
+        return SimpleNamespace(
+            scaled=globals()["ScaledVectorTimesScalar"], python=globals()["PythonScale"]
+        )
 
     class ScaledVectorTimesScalar(api.op.COp):
         __props__ = ("k",)
@@ -77,6 +81,11 @@ def make_ops(api: SimpleNamespace) -> SimpleNamespace:
             x, y = inputs
             output_storage[0][0] = x * y
 
+    # PyTensor pickles ops into its cache: make them importable from here.
+    for cls in (ScaledVectorTimesScalar, PythonScale):
+        cls.__qualname__ = cls.__name__
+        cls.__module__ = __name__
+        globals()[cls.__name__] = cls
     return SimpleNamespace(scaled=ScaledVectorTimesScalar, python=PythonScale)
 
 

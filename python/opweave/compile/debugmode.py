@@ -126,11 +126,11 @@ def debug_function(
     from opweave import _core
     from opweave.compile._debug_node import NodeCheck
     from opweave.compile.runner import NodeRunner
+    from opweave.link.basic import node_steps
 
-    checks = [NodeCheck(node, index, mode) for index, node in enumerate(fgraph.toposort())]
-    fn = _core.Function(
-        impl=NodeRunner(fgraph, binding, single, [check.run for check in checks]),
-        unpack_single=single,
-    )
+    nodes = fgraph.toposort()
+    checks = [NodeCheck(node, index, mode) for index, node in enumerate(nodes)]
+    steps = node_steps(nodes, [check.run for check in checks])
+    fn = _core.Function(impl=NodeRunner(fgraph, binding, single, steps), unpack_single=single)
     fn.node_checks = checks
     return fn

@@ -9,6 +9,8 @@ callable); the other modes wrap a Python loop over the nodes in the same type.
 from __future__ import annotations
 
 import copy
+import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +21,9 @@ from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding, compiled_function
 
-__all__ = ["Function", "function"]
+__all__ = ["Function", "compile_profile", "describe_profile", "function"]
+
+_log = logging.getLogger(__name__)
 
 Function = _core.Function
 
@@ -42,6 +46,7 @@ def function(
     whole graph is one compiled module, built once and cached on disk.
     ``trust_input=True`` turns off the conversion of inexact inputs.
     """
+    start = time.perf_counter()
     if updates or givens:
         raise NotImplementedError("opweave.function does not support updates or givens yet")
     if isinstance(inputs, Variable) or not isinstance(inputs, (list, tuple)):
@@ -55,6 +60,7 @@ def function(
     prepared = prepare(fgraph, linker, chosen.folds_constants)
     if any(a is not b for a, b in zip(prepared.outputs, output_list, strict=True)):
         fgraph = FunctionGraph(list(inputs), prepared.outputs)
+    graph_seconds = time.perf_counter() - start
     bound = InputBinding(
         fgraph.inputs, f"function {name!r}" if name else "function", allow_input_downcast
     )
@@ -70,6 +76,10 @@ def function(
         fn = _copying_function(inner, single, prepared.copy_in_python)
     else:
         fn = _compiled_function(fgraph, bound, single)
+    fn.compile_profile = compile_profile(fn, graph_seconds, time.perf_counter() - start)
+    if fn.compile_profile["compiled"]:  # a hit stays quiet
+        label = f"function {name!r}" if name else "function"
+        _log.info("%s ready in %s", label, describe_profile(fn.compile_profile))
     fn.trust_input = trust_input
     fn.name = name
     fn.fgraph = fgraph
@@ -77,6 +87,44 @@ def function(
     fn.outputs = output_list
     fn.mode = chosen
     return fn
+
+
+_PHASES = ("graph", "hooks", "assembly", "lookup", "compile", "load")
+
+
+def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, Any]:
+    """Where the time of making ``fn`` went, in wall seconds: ``graph``
+    (building and rewriting the graph), ``hooks`` (asking ops and types for
+    code), ``assembly`` (laying out modules, their jobs and keys), ``lookup``
+    (finding entries in the cache, lock waits, verification), ``compile``
+    (compiler runs), ``load`` (imports) and ``other`` (the rest, so that the
+    phases add up to ``total``); ``modules``: per compiled module, its cache
+    outcome and its own compile seconds; ``compiled`` and ``reused``: how
+    many modules were built here and found."""
+    parts = [fn] if hasattr(fn, "compile_seconds") else getattr(fn, "compiled_parts", [])
+    runs = [part.compile_seconds for part in parts]
+    profile: dict[str, Any] = {"graph": graph_seconds}
+    for phase in _PHASES[1:]:
+        profile[phase] = sum(run.get(phase, 0.0) for run in runs)
+    profile["other"] = max(total - sum(profile[p] for p in _PHASES), 0.0)
+    profile["total"] = total
+    outcomes = [part.cache_outcome for part in parts]
+    profile["modules"] = [
+        {"outcome": outcome, "compile": run.get("compile", 0.0)}
+        for outcome, run in zip(outcomes, runs, strict=True)
+    ]
+    profile["compiled"] = sum(1 for m in profile["modules"] if m["outcome"] != "hit")
+    profile["reused"] = sum(1 for m in profile["modules"] if m["outcome"] == "hit")
+    return profile
+
+
+def describe_profile(profile: dict[str, Any]) -> str:
+    """``0.412 s (graph 0.001, hooks 0.004, ...; 1 module compiled, 0 reused)``."""
+    phases = ", ".join(f"{p} {profile[p]:.3f}" for p in (*_PHASES, "other"))
+    return (
+        f"{profile['total']:.3f} s ({phases}; {profile['compiled']} modules compiled, "
+        f"{profile['reused']} reused)"
+    )
 
 
 def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
@@ -92,23 +140,37 @@ def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
 
     fn = _core.Function(impl=run, unpack_single=single)
     fn.source, fn.library, fn.cache_outcome = inner.source, inner.library, inner.cache_outcome
+    fn.compile_seconds = inner.compile_seconds
     return fn
 
 
 def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, linker: str) -> Any:
-    """The Python loop over the nodes: ``perform`` everywhere (``"py"``), or
-    each node's own module where it has C code (``"c|py"``)."""
+    """``perform`` everywhere (``"py"``), or C where nodes have C code
+    (``"c|py"``: a graph whose nodes all do is compiled as in C mode)."""
     from opweave.compile.runner import NodeRunner
-    from opweave.link.basic import PerformLinker
-    from opweave.link.c.opwise import OpWiseCLinker
+    from opweave.errors import CompileError
+    from opweave.link.basic import PerformLinker, node_steps
+    from opweave.link.c.opwise import can_run_in_c, region_steps
+    from opweave.link.c.spec import MissingCCode
 
     nodes = fgraph.toposort()
-    node_linker = PerformLinker() if linker == "py" else OpWiseCLinker()
-    thunks = [node_linker.node_thunk(node, index) for index, node in enumerate(nodes)]
-    fn = _core.Function(impl=NodeRunner(fgraph, bound, single, thunks), unpack_single=single)
-    # Per node: "hit", "built" or "built_by_other" for a compiled module,
-    # None for a node that runs perform.
-    fn.node_outcomes = [getattr(thunk, "outcome", None) for thunk in thunks]
+    if linker == "py":
+        steps = node_steps(nodes, PerformLinker().accept(fgraph).thunks())
+    else:
+        if all(can_run_in_c(node) for node in nodes):
+            try:
+                fn = _compiled_function(fgraph, bound, single)
+            except (MissingCCode, CompileError):
+                pass  # the regions find what runs in C, or raise a node's error
+            else:
+                fn.node_outcomes = [fn.cache_outcome] * len(nodes)
+                return fn
+        steps = region_steps(fgraph, bound.label)
+    fn = _core.Function(impl=NodeRunner(fgraph, bound, single, steps), unpack_single=single)
+    fn.compiled_parts = [s.run for s in steps if hasattr(s.run, "compile_seconds")]
+    # Per node: "hit", "built" or "built_by_other" for compiled code (its
+    # region's module), None for a node that runs perform.
+    fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
     return fn
 
 

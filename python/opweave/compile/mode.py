@@ -2,10 +2,11 @@
 
 - ``Mode(linker="c")`` or ``mode="C"`` (the default): the whole graph is one
   compiled C module (:class:`opweave.link.c.basic.CLinker`).
-- ``Mode(linker="c|py")`` or ``mode="CVM"``: every node with C code runs
-  its own compiled module (shared by every graph applying the same op to
-  the same types), the others run ``perform``; Python loops over the nodes
-  (:mod:`opweave.link.c.opwise`).
+- ``Mode(linker="c|py")`` or ``mode="CVM"``: each run of consecutive nodes
+  with C code is one compiled module (a single node's module is shared by
+  every graph applying the same op to the same types), the others run
+  ``perform``; a generated Python function calls the steps
+  (:mod:`opweave.link.c.opwise`, :mod:`opweave.compile.runner`).
 - ``Mode(linker="py")`` or ``mode="py"``: every node runs its Python
   ``perform``.
 - ``mode="DebugMode"`` (or ``"DEBUG_MODE"``, or a
@@ -38,8 +39,8 @@ _DEBUG = ("DebugMode", "DEBUG_MODE")
 
 class Mode:
     """How :func:`opweave.function` runs a graph. ``linker`` is ``"c"`` (one
-    compiled module per graph), ``"c|py"`` (one compiled module per node,
-    ``perform`` for nodes without C code) or ``"py"`` (``perform`` only).
+    compiled module per graph), ``"c|py"`` (compiled modules for the runs of
+    nodes with C code, ``perform`` for the others) or ``"py"`` (``perform`` only).
     ``optimizer`` says whether :func:`opweave.function` folds constants:
     ``None`` or ``"None"`` turns folding off (as PyTensor's ``optimizer=None``
     turns off its rewrites); any other value, such as the default

@@ -1,6 +1,13 @@
-"""Running a graph node by node from Python: the loop of ``mode="py"``
-(every node runs ``perform``) and ``mode="c|py"`` (nodes with C code run
-their own compiled module)."""
+"""Running a graph step by step from Python: the loop of ``mode="py"``
+(every node runs ``perform``), of ``mode="c|py"`` (compiled regions and
+``perform`` for the nodes without C code) and of DebugMode.
+
+The loop is unrolled: :class:`NodeRunner` writes a Python function that
+calls the steps one after the other, with each value in a local variable,
+so that a call costs little more than its steps. The generated text holds
+only names that opweave makes (``a0``, ``v3``, ``s1``); the steps, the
+constants and the helpers are passed in its namespace.
+"""
 
 from __future__ import annotations
 
@@ -9,39 +16,82 @@ from typing import Any
 
 from opweave.graph.basic import Constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.basic import NodeThunk
-from opweave.link.callable import add_note
+from opweave.link.basic import Step
+from opweave.link.callable import InputBinding, add_note
 
 __all__ = ["NodeRunner"]
 
 
 class NodeRunner:
-    """Calls one thunk per node, in topological order, passing values
-    between them in a dict keyed by variable."""
+    """Calls the steps in order, passing values between them. Arguments go
+    through ``Type.filter`` unless every step that reads them checks its
+    inputs itself (compiled code does, in C). An error raised by a step that
+    runs Python code gets a note naming the node."""
 
     def __init__(
-        self, fgraph: FunctionGraph, inputs: Any, single: bool, thunks: Sequence[NodeThunk]
+        self, fgraph: FunctionGraph, inputs: InputBinding, single: bool, steps: Sequence[Step]
     ) -> None:
         self.inputs = inputs
         self.single = single
-        self.input_ids = [id(v) for v in fgraph.inputs]
-        self.output_ids = [id(v) for v in fgraph.outputs]
-        self.constants = {id(v): v.data for v in fgraph.variables if isinstance(v, Constant)}
-        self.steps = [
-            (thunk, [id(v) for v in node.inputs], [id(v) for v in node.outputs], index, node)
-            for index, (node, thunk) in enumerate(zip(fgraph.toposort(), thunks, strict=True))
-        ]
+        self.steps = list(steps)
+        self.run = self._generate(fgraph)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        values = self.inputs.filter(self.inputs.bind(args, kwargs))
-        storage = dict(self.constants)
-        storage.update(zip(self.input_ids, values, strict=True))
-        for thunk, inputs, outputs, index, node in self.steps:
-            try:
-                results = thunk([storage[i] for i in inputs])
-            except Exception as error:
-                add_note(error, f"raised by node {index} ({node.op})")
-                raise
-            storage.update(zip(outputs, results, strict=True))
-        results = [storage[i] for i in self.output_ids]
-        return results[0] if self.single else results
+        return self.run(*args, **kwargs)
+
+    def _generate(self, fgraph: FunctionGraph) -> Any:
+        names: dict[int, str] = {}
+        namespace: dict[str, Any] = {"bind": self.inputs.bind, "filter": self.inputs.filter_one}
+        for variable in fgraph.variables:
+            if isinstance(variable, Constant):
+                names[id(variable)] = f"c{len(names)}"
+                namespace[names[id(variable)]] = variable.data
+        arguments = [f"a{p}" for p in range(len(fgraph.inputs))]
+        names.update(zip((id(v) for v in fgraph.inputs), arguments, strict=True))
+        unchecked = {i for step in self.steps if not step.checks_inputs for i in step.inputs}
+        unchecked.update(id(v) for v in fgraph.outputs)  # an input returned as an output
+        n = len(arguments)
+        lines = [
+            "def run(*args, **kwargs):",
+            f"    if kwargs or len(args) != {n}:",
+            "        args = bind(args, kwargs)",
+        ]
+        if arguments:
+            lines.append(f"    {', '.join(arguments)}, = args")
+        lines += [
+            f"    a{p} = filter({p}, a{p})"
+            for p, v in enumerate(fgraph.inputs)
+            if id(v) in unchecked
+        ]
+        lines += ["    k = -1", "    try:"]
+        for k, step in enumerate(self.steps):
+            namespace[f"s{k}"] = step.run
+            for i in step.outputs:
+                names.setdefault(i, f"v{len(names)}")
+            values = ", ".join(names[i] for i in step.inputs)
+            if step.packed:
+                call = f"s{k}(({values}{',' if len(step.inputs) == 1 else ''}))"
+            else:
+                call = f"s{k}({values})"
+            targets = ", ".join(names[i] for i in step.outputs)
+            lines += [
+                f"        k = {k}",
+                f"        {targets}, = {call}" if targets else f"        {call}",
+            ]
+        lines += [
+            "        pass",
+            "    except Exception as error:",
+            "        note(error, k)",
+            "        raise",
+        ]
+        results = [names[id(v)] for v in fgraph.outputs]
+        returned = results[0] if self.single else f"[{', '.join(results)}]"
+        lines.append(f"    return {returned}")
+        namespace["note"] = self._note
+        exec(compile("\n".join(lines) + "\n", "<opweave node loop>", "exec"), namespace)
+        return namespace["run"]
+
+    def _note(self, error: BaseException, step: int) -> None:
+        # Compiled steps name the node themselves (the C code's failed block).
+        if step >= 0 and not self.steps[step].checks_inputs:
+            add_note(error, f"raised by {self.steps[step].label}")

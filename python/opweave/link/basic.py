@@ -7,19 +7,48 @@ come from :func:`perform_thunk`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from opweave.graph.basic import Apply
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import Op
 from opweave.graph.utils import MethodNotDefined
 
-__all__ = ["NodeThunk", "PerformLinker", "has_perform", "perform_thunk"]
+__all__ = ["NodeThunk", "PerformLinker", "Step", "has_perform", "node_steps", "perform_thunk"]
 
 NodeThunk = Callable[..., list[Any]]
 """Runs one node: ``thunk(input_values, outputs=None)`` returns the output
 values. ``outputs`` optionally offers a storage object (or None) per output,
 as a preallocated output."""
+
+
+class Step(NamedTuple):
+    """One step of a function run node by node: one node, or a compiled
+    region of several (``mode="c|py"``)."""
+
+    run: Callable[..., list[Any]]  # run(*input values) -> output values
+    inputs: list[int]  # ids of the variables it reads
+    outputs: list[int]  # ids of the variables it makes
+    label: str  # "node 3 (Op)", or "nodes 0-5 (C)"
+    outcomes: list[Any]  # per node: the module's cache outcome, None for perform
+    checks_inputs: bool  # True when compiled code checks (and converts) its inputs
+    packed: bool = False  # True: run takes one sequence of values (run(values))
+
+
+def node_steps(nodes: Sequence[Apply], thunks: Sequence[NodeThunk]) -> list[Step]:
+    """One step per node, running its thunk (which does not check inputs)."""
+    return [
+        Step(
+            thunk,
+            [id(v) for v in node.inputs],
+            [id(v) for v in node.outputs],
+            f"node {index} ({node.op})",
+            [getattr(thunk, "outcome", None)],
+            checks_inputs=False,
+            packed=True,
+        )
+        for index, (node, thunk) in enumerate(zip(nodes, thunks, strict=True))
+    ]
 
 
 def has_perform(op: Any) -> bool:
@@ -35,8 +64,10 @@ def perform_thunk(node: Apply) -> NodeThunk:
     op, n_out = node.op, len(node.outputs)
 
     def run(values: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[Any]:
-        offered = [None] * n_out if outputs is None else outputs
-        cells: list[list[Any]] = [[value] for value in offered]
+        if outputs is None:
+            cells: list[list[Any]] = [[None] for _ in range(n_out)]
+        else:
+            cells = [[value] for value in outputs]
         op.perform(node, list(values), cells)
         for position, cell in enumerate(cells):
             if cell[0] is None:

@@ -35,18 +35,26 @@ class InputBinding:
     (e.g. ``"function 'f'"``)."""
 
     def __init__(
-        self, variables: Sequence[Variable], label: str, allow_downcast: bool | None = None
+        self,
+        variables: Sequence[Variable],
+        label: str,
+        allow_downcast: bool | None = None,
+        names: Sequence[str] | None = None,
     ) -> None:
         self.variables = list(variables)
         self.label = label
         self.allow_downcast = allow_downcast
         self.positions = {v.name: i for i, v in enumerate(self.variables) if v.name}
+        # What each input is called in messages, when not ``input <position>``
+        # (e.g. for part of a larger graph).
+        self.names = list(names) if names is not None else None
 
     def describe(self, position: int) -> str:
         """``input <n> ('<name>') of type <type>``."""
         variable = self.variables[position]
         named = f" ({variable.name!r})" if variable.name else ""
-        return f"input {position}{named} of type {variable.type}"
+        what = self.names[position] if self.names is not None else f"input {position}"
+        return f"{what}{named} of type {variable.type}"
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any] | None) -> list[Any]:
         """The value of each input, from positional and keyword arguments;
@@ -74,17 +82,19 @@ class InputBinding:
     def filter(self, values: Sequence[Any]) -> list[Any]:
         """Each value converted by its input's type; a TypeError naming the
         input it does not fit."""
-        converted = []
-        for position, (variable, value) in enumerate(zip(self.variables, values, strict=True)):
-            try:
-                converted.append(
-                    variable.type.filter(value, strict=False, allow_downcast=self.allow_downcast)
-                )
-            except (TypeError, ValueError) as error:
-                raise TypeError(
-                    f"bad argument for {self.describe(position)} of {self.label}: {error}"
-                ) from error
-        return converted
+        if len(values) != len(self.variables):
+            raise ValueError(f"{len(values)} values for {len(self.variables)} inputs")
+        return [self.filter_one(position, value) for position, value in enumerate(values)]
+
+    def filter_one(self, position: int, value: Any) -> Any:
+        """``value`` converted by the type of input ``position``."""
+        variable = self.variables[position]
+        try:
+            return variable.type.filter(value, strict=False, allow_downcast=self.allow_downcast)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"bad argument for {self.describe(position)} of {self.label}: {error}"
+            ) from error
 
 
 class Fallback:
@@ -147,4 +157,5 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     fn.source = compiled.source
     fn.library = compiled.library
     fn.cache_outcome = compiled.outcome
+    fn.compile_seconds = compiled.seconds or {}
     return fn

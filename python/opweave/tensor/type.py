@@ -117,7 +117,9 @@ class TensorType(CType):
                 f"Wrong number of dimensions: expected {self.ndim}, got {data.ndim} with "
                 f"shape {data.shape} (for {self})."
             )
-        if any(s is not None and s != d for s, d in zip(self.shape, data.shape, strict=True)):
+        if self.shape.count(None) != len(self.shape) and any(
+            s is not None and s != d for s, d in zip(self.shape, data.shape, strict=True)
+        ):
             raise TypeError(
                 f"{self}: static shape {_shape_text(self.shape)} does not match the "
                 f"value's shape {data.shape}"

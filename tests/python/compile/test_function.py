@@ -224,3 +224,35 @@ def test_outputs_that_are_inputs_constants_or_repeated_are_copies(mode: str) -> 
     assert not np.shares_memory(first, second)
     c[:] = 0
     np.testing.assert_array_equal(f(a, b)[3], [7.0, 8.0])
+
+
+def test_compile_profile_says_where_the_time_went(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import time
+
+    from support.layout_ops import Increment, chain
+
+    x = dvector("x")
+    graph = chain(x, [Increment(limit=float(k)) for k in range(3)])
+    start = time.perf_counter()
+    with caplog.at_level(logging.INFO, logger="opweave"):
+        f = opweave.function([x], graph, name="profiled")
+    wall = time.perf_counter() - start
+    profile = f.compile_profile
+    phases = ("graph", "hooks", "assembly", "lookup", "compile", "load", "other")
+    assert all(profile[p] >= 0.0 for p in phases)
+    assert sum(profile[p] for p in phases) == pytest.approx(profile["total"])
+    assert profile["total"] <= wall
+    assert profile["compiled"] == 1 and profile["reused"] == 0
+    assert profile["modules"][0]["outcome"] == "built"
+    assert 0.0 < profile["compile"] == profile["modules"][0]["compile"] < profile["total"]
+    assert any("function 'profiled' ready in" in r.getMessage() for r in caplog.records)
+    again = opweave.function([x], graph).compile_profile
+    assert again["compiled"] == 0 and again["reused"] == 1 and again["compile"] == 0.0
+    # c|py: one module per compiled region.
+    from support.layout_ops import AddScaled
+
+    mixed = AddScaled(1.0)(graph, x)
+    regions = opweave.function([x], chain(mixed, [Increment()]), mode="c|py").compile_profile
+    assert regions["compiled"] + regions["reused"] == 1
+    assert opweave.function([x], graph, mode="py").compile_profile["modules"] == []

@@ -36,7 +36,10 @@ def test_two_param_values_in_one_graph_and_in_the_per_node_linker() -> None:
     np.testing.assert_allclose(lines, values + 1)
     g = opweave.function([x], QuadraticExternal(0, 0, 2)(QuadraticExternal(1, 1, 0)(x)), "c|py")
     np.testing.assert_allclose(g(values), np.full((2, 2), 2.0))
-    # The per-node module of QuadraticExternal on float64 matrices serves both nodes.
-    before = len(compiled_modules())
+    # Params are data, not code: the module of one QuadraticExternal node on
+    # float64 matrices serves every params value.
     opweave.function([x], QuadraticExternal(5, 5, 5)(x), mode="c|py")
-    assert len(compiled_modules()) == before
+    before = len(compiled_modules())
+    h = opweave.function([x], QuadraticExternal(0, 2, 0)(x), mode="c|py")
+    assert len(compiled_modules()) == before and h.node_outcomes == ["hit"]
+    np.testing.assert_allclose(h(values), 2 * values)

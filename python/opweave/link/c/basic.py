@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -55,6 +56,10 @@ class CompiledGraph(NamedTuple):
     orphans: list[Any]
     block_names: dict[int, str]
     output_blocks: dict[int, int]  # run block id of an output -> its output position
+    # Wall seconds per phase: "hooks" (asking the ops and types for code),
+    # "assembly" (laying out the module, its compile job and key), then
+    # cmodule's "lookup", "compile" and "load".
+    seconds: dict[str, float] | None = None
 
 
 def _uniq(items: Sequence[str]) -> list[str]:
@@ -64,8 +69,10 @@ def _uniq(items: Sequence[str]) -> list[str]:
 class CLinker:
     """Compiles a whole :class:`~opweave.graph.fg.FunctionGraph` into one module."""
 
-    def __init__(self, schedule: Any = None) -> None:
+    def __init__(self, schedule: Any = None, numbers: dict[int, int] | None = None) -> None:
         self.fgraph: FunctionGraph | None = None
+        # id(node) -> its number in messages, for a graph taken from a larger one
+        self.numbers = numbers
 
     def accept(
         self, fgraph: FunctionGraph, no_recycling: Any = None, profile: Any = None
@@ -170,7 +177,7 @@ class CLinker:
         """The module spec of the bound graph."""
         if self.fgraph is None:
             raise OpweaveError("CLinker.accept(fgraph) must be called first")
-        return build_spec(self.fgraph, compiler)
+        return build_spec(self.fgraph, compiler, self.numbers)
 
     def get_src_code(self) -> str:
         """The C++ source of the bound graph's module."""
@@ -178,8 +185,10 @@ class CLinker:
 
     def compile(self) -> CompiledGraph:
         """Builds (or finds in the cache) and imports the graph's module."""
+        start = time.perf_counter()
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
+        hooks = time.perf_counter()
         assembled = _core.assemble_module(graph.spec)
         job = self.compile_job(graph.objects, compiler)
         request = cmodule.module_request(
@@ -189,10 +198,12 @@ class CLinker:
             label=self.label(),
             prelude=cmodule.prelude_request(graph.spec.get("headers", ()), job),
         )
+        assembly = time.perf_counter()
         try:
             compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)
         except CompileError as error:
             raise _explained(error, assembled["line_map"], graph.origins) from None
+        seconds = {"hooks": hooks - start, "assembly": assembly - hooks, **(compiled.seconds or {})}
         return CompiledGraph(
             compiled.module,
             str(compiled.library),
@@ -201,6 +212,7 @@ class CLinker:
             graph.orphans,
             graph.block_names,
             graph.output_blocks,
+            seconds,
         )
 
 

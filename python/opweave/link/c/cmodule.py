@@ -33,6 +33,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -205,6 +206,9 @@ class CompiledModule(NamedTuple):
     source: Path
     outcome: str
     key: str
+    # Wall seconds: "lookup" (finding the entry, lock waits, verifying),
+    # "compile" (the compiler run, when built here) and "load" (the import).
+    seconds: dict[str, float] | None = None
 
 
 def load_extension(library: str | Path, name: str) -> ModuleType:
@@ -256,7 +260,9 @@ def compile_extension(
 def _load_module(
     request: _core.ModuleRequest, name: str, compiler: _core.SystemCompiler
 ) -> CompiledModule:
+    start = time.perf_counter()
     cache, built = _build(request, compiler)
+    loading = time.perf_counter()
     try:
         module = _import(built.library, name)
     except (ImportError, OSError) as error:
@@ -267,8 +273,16 @@ def _load_module(
         _log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built.dir, error)
         cache.quarantine(built.key, f"cannot be loaded: {error}", built.library.name)
         cache, built = _build(request, compiler, cache)
+        loading = time.perf_counter()
         module = _import(built.library, name)
-    return CompiledModule(module, built.library, built.source, built.outcome, built.key)
+    end = time.perf_counter()
+    compiled = built.compile_seconds if built.outcome == "built" else 0.0
+    seconds = {
+        "lookup": max(loading - start - compiled, 0.0),
+        "compile": min(compiled, loading - start),
+        "load": end - loading,
+    }
+    return CompiledModule(module, built.library, built.source, built.outcome, built.key, seconds)
 
 
 def _build(

@@ -1,28 +1,47 @@
-"""The per-node linker (``Mode(linker="c|py")``): one compiled module per
-node that has C code, Python ``perform`` for the others, and a Python loop
-between them.
+"""The per-node linker (``Mode(linker="c|py")``): C where nodes have C code,
+Python ``perform`` for the others.
 
-Each node is compiled as a graph of its own whose inputs are fresh variables
-of the node's variable inputs; constants stay constants (a tensor constant
-is passed in when the function is created, a scalar one is a literal). So
-the module depends only on the op, the types and any scalar constants, and
-every graph that applies the same op to the same types shares it through
-the module cache.
+A function is cut into *regions*: each maximal run of consecutive nodes (in
+topological order) that have C code is compiled as one module, like a graph
+of its own, so it runs in one C call with its intermediate results kept in
+C between calls; each node without C code runs ``perform``. A graph whose
+nodes all have C code is one region: the function is then that region's
+compiled function, as in C mode. Otherwise a loop passes values between the
+regions and the Python nodes (:class:`StepRunner`). A region whose C code
+turns out to be missing (an op's ``c_code`` may raise NotImplementedError for
+some nodes), or whose nodes do not compile together, is split in two until
+each part compiles; a single node without C code runs ``perform``, and a
+single node whose C code does not compile raises the CompileError.
+
+For a single node (:meth:`OpWiseCLinker.c_thunk`, which DebugMode uses), the
+node is compiled as a graph of its own whose inputs are fresh variables of
+the node's variable inputs; constants stay constants. So that module depends
+only on the op, the types and any scalar constants, and every graph that
+applies the same op to the same types shares it through the module cache.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
+from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Constant, Variable
 from opweave.graph.fg import FunctionGraph
-from opweave.link.basic import NodeThunk, has_perform, perform_thunk
+from opweave.link.basic import NodeThunk, Step, has_perform, node_steps, perform_thunk
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import InputBinding, compiled_function
 
-__all__ = ["NodeThunk", "OpWiseCLinker", "has_perform", "perform_thunk"]
+__all__ = [
+    "NodeThunk",
+    "OpWiseCLinker",
+    "can_run_in_c",
+    "has_perform",
+    "perform_thunk",
+    "region_steps",
+]
 
 
 def _is_float16(variable: Variable) -> bool:
@@ -36,10 +55,7 @@ class OpWiseCLinker:
         """A thunk running ``node``'s own compiled module, or None if the
         node has no C code (or has float16 data and an op without
         ``_f16_ok``)."""
-        if get_hook(node.op, "c_code") is None:
-            return None
-        touches_f16 = any(_is_float16(v) for v in [*node.inputs, *node.outputs])
-        if touches_f16 and not getattr(node.op, "_f16_ok", False):
+        if not can_run_in_c(node):
             return None
         from opweave.link.c.basic import CLinker
 
@@ -73,6 +89,100 @@ class OpWiseCLinker:
             f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
             f"Python ({type(node.op).__name__} defines no perform)"
         )
+
+
+def can_run_in_c(node: Apply) -> bool:
+    """Whether ``node`` has C code it may use (float16 data needs ``_f16_ok``)."""
+    if get_hook(node.op, "c_code") is None:
+        return False
+    touches_f16 = any(_is_float16(v) for v in [*node.inputs, *node.outputs])
+    return not touches_f16 or bool(getattr(node.op, "_f16_ok", False))
+
+
+def region_steps(fgraph: FunctionGraph, label: str) -> list[Step]:
+    """The steps of ``fgraph`` in ``c|py`` mode; ``label`` names the function
+    in messages."""
+    nodes = fgraph.toposort()
+    numbers = {id(node): index for index, node in enumerate(nodes)}
+    steps: list[Step] = []
+    run: list[Apply] = []
+    for node in [*nodes, None]:
+        if node is not None and can_run_in_c(node):
+            run.append(node)
+            continue
+        if run:
+            steps.extend(_compiled_region(fgraph, run, numbers, label))
+            run = []
+        if node is not None:
+            steps.append(_python_step(node, numbers[id(node)]))
+    return steps
+
+
+def _python_step(node: Apply, index: int) -> Step:
+    if not has_perform(node.op):
+        raise MissingCCode(
+            f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
+            f"Python ({type(node.op).__name__} defines no perform)"
+        )
+    thunk = perform_thunk(node)
+    return node_steps([node], [thunk])[0]._replace(label=f"node {index} ({node.op})")
+
+
+def _compiled_region(
+    fgraph: FunctionGraph, nodes: list[Apply], numbers: dict[int, int], label: str
+) -> list[Step]:
+    """``nodes`` as one compiled step; if one of them has no usable C code,
+    each node on its own (C, or perform)."""
+    from opweave.link.c.basic import CLinker
+
+    inside = {id(v) for node in nodes for v in node.outputs}
+    later = {id(v) for v in fgraph.outputs}
+    for node in fgraph.toposort()[numbers[id(nodes[-1])] + 1 :]:
+        later.update(id(v) for v in node.inputs)
+    inputs = list(
+        {
+            id(v): v
+            for node in nodes
+            for v in node.inputs
+            if id(v) not in inside and not isinstance(v, Constant)
+        }.values()
+    )
+    outputs = [v for node in nodes for v in node.outputs if id(v) in later]
+    graph_inputs = {id(v): position for position, v in enumerate(fgraph.inputs)}
+    names = [
+        f"input {graph_inputs[id(v)]}" if id(v) in graph_inputs else f"{v} (made by {v.owner.op})"
+        for v in inputs
+    ]
+    region = FunctionGraph(inputs, outputs)
+    try:
+        compiled = CLinker(numbers=numbers).accept(region).compile()
+    except (MissingCCode, CompileError):
+        # Nodes that compile on their own may not compile together (two
+        # enums defining one name differently); a node whose code is missing
+        # runs perform, and one whose code is broken raises its error.
+        if len(nodes) == 1:
+            if sys.exc_info()[0] is CompileError:
+                raise
+            return [_python_step(nodes[0], numbers[id(nodes[0])])]
+        half = len(nodes) // 2
+        return [
+            step
+            for part in (nodes[:half], nodes[half:])
+            for step in _compiled_region(fgraph, part, numbers, label)
+        ]
+    binding = InputBinding(inputs, label, names=names)
+    function = compiled_function(compiled, binding, single=False)
+    first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
+    return [
+        Step(
+            function,
+            [id(v) for v in inputs],
+            [id(v) for v in outputs],
+            f"nodes {first}-{last} (C)" if first != last else f"node {first} ({nodes[0].op})",
+            [compiled.outcome] * len(nodes),
+            True,
+        )
+    ]
 
 
 def _single_node_graph(node: Apply) -> tuple[FunctionGraph, list[int]]:

@@ -111,8 +111,11 @@ def _check_input(op: Any) -> bool:
 
 
 class _Builder:
-    def __init__(self, fgraph: FunctionGraph, compiler: Any) -> None:
+    def __init__(
+        self, fgraph: FunctionGraph, compiler: Any, numbers: dict[int, int] | None = None
+    ) -> None:
         self.fgraph = fgraph
+        self.numbers = numbers or {}
         self.compiler = compiler
         self.origins: list[tuple[str, str, int]] = []
         self.names: dict[int, str] = {}
@@ -150,6 +153,11 @@ class _Builder:
     def new_id(self) -> int:
         self.next_id += 1
         return self.next_id - 1
+
+    def node_label(self, index: int, node: Apply) -> str:
+        """``node <n> (<op>)``: its position in the graph, or in the larger
+        graph it was taken from (``numbers``)."""
+        return f"node {self.numbers.get(id(node), index)} ({node.op})"
 
     def describe(self, variable: Variable) -> str:
         label = f" {variable.name!r}" if variable.name else ""
@@ -190,7 +198,7 @@ class _Builder:
     def params_constant(self, index: int, node: Apply) -> Constant | None:
         """The constant holding ``node``'s params (shared by the nodes whose
         params are equal), or None if its op has no params."""
-        value = get_params(node, f"node {index} ({node.op})")
+        value = get_params(node, self.node_label(index, node))
         if value is _NO_PARAMS:
             return None
         params_type = node.op.params_type
@@ -272,7 +280,7 @@ class _Builder:
             self.run_steps.append((self.new_id(), f"store_{cell}", "", self.with_position(args, 0)))
 
     def add_node(self, index: int, node: Apply) -> None:
-        what = f"node {index} ({node.op})"
+        what = self.node_label(index, node)
         params = self.params.get(id(node))
         cells = [None if self.literal(v) else self.cells_of[id(v)] for v in node.inputs]
         args = NodeArgs(
@@ -342,7 +350,7 @@ class _Builder:
         for index, node in enumerate(self.nodes):
             if get_hook(node.op, "c_code") is None:
                 raise MissingCCode(
-                    f"node {index} ({node.op}) has no C implementation: "
+                    f"{self.node_label(index, node)} has no C implementation: "
                     f"{type(node.op).__name__} defines no c_code; run the graph with mode='py'"
                 )
 
@@ -377,7 +385,10 @@ class _Builder:
         return GraphSpec(spec, self.orphans, origins, objects, self.block_names, self.output_blocks)
 
 
-def build_spec(fgraph: FunctionGraph, compiler: Any = None) -> GraphSpec:
+def build_spec(
+    fgraph: FunctionGraph, compiler: Any = None, numbers: dict[int, int] | None = None
+) -> GraphSpec:
     """The module spec of ``fgraph``. Raises :class:`MissingCCode` if an op or
-    type has no C code."""
-    return _Builder(fgraph, compiler).build()
+    type has no C code. ``numbers`` (``id(node)`` -> a number) names nodes in
+    messages by their position in a larger graph, for a part of it."""
+    return _Builder(fgraph, compiler, numbers).build()

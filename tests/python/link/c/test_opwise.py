@@ -50,22 +50,29 @@ def test_mixed_graph_runs_c_nodes_in_c_and_the_rest_in_python() -> None:
     assert f.mode == Mode("c|py") and opweave.function([x], x, mode="CVM").mode == Mode("c|py")
 
 
-def test_node_modules_are_shared_by_graphs_using_the_same_op_and_types() -> None:
+def test_single_node_regions_are_shared_by_graphs_using_the_same_op_and_types() -> None:
     x, y, z = dvector("x"), dvector("y"), dvector("z")
     op = VectorTimesVector()
     f = opweave.function([x, y], op(x, y), mode="c|py")
     assert len(compiled_modules()) == 1
-    # A different graph: two applies of the op on float64 vectors, plus a
-    # Python node. Nothing new to compile.
-    g = opweave.function([x, y, z], PyPlusOne()(op(op(x, y), z)), mode="c|py")
+    # A different graph whose C regions are single applies of the op on
+    # float64 vectors, between Python nodes: nothing new to compile.
+    g = opweave.function([x, y, z], PyPlusOne()(op(PyPlusOne()(op(x, y)), z)), mode="c|py")
     assert len(compiled_modules()) == 1
-    assert f.node_outcomes == ["built"] and g.node_outcomes == ["hit", "hit", None]
-    np.testing.assert_array_equal(g(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [7.0, 7.0])
+    assert f.node_outcomes == ["built"] and g.node_outcomes == ["hit", None, "hit", None]
+    np.testing.assert_array_equal(g(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [10.0, 10.0])
     np.testing.assert_array_equal(f(np.ones(2), np.full(2, 5.0)), [5.0, 5.0])
+    # Consecutive C nodes are one region: one module, compiled once.
+    chained = PyPlusOne()(op(op(x, y), z))
+    h2 = opweave.function([x, y, z], chained, mode="c|py")
+    assert len(compiled_modules()) == 2 and h2.node_outcomes == ["built", "built", None]
+    again = opweave.function([x, y, z], chained, mode="c|py")
+    assert again.node_outcomes == ["hit", "hit", None]
+    np.testing.assert_array_equal(again(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [7.0, 7.0])
     # Other input types are another module.
     a, b = fvector("a"), vector("b", dtype="int16")
     h = opweave.function([a, b], op(a, b), mode="c|py")
-    assert len(compiled_modules()) == 2
+    assert len(compiled_modules()) == 3
     assert h(np.ones(2, "float32"), np.ones(2, "int16")).dtype == np.float32
 
 
