@@ -639,8 +639,9 @@ def assemble_module(spec: dict) -> dict:
     Lays out a graph module from its parts. `spec` is a dict with:
       origins: [(what, file, line)], headers: [str],
       support_code, init_code, init_code_apply: [(text, origin)],
-      struct_blocks: [(id, members, init, cleanup)],
-      run_blocks: [(id, declare, behavior, cleanup)],
+      definitions, step_functions: [[(text, origin)]] (before and after the
+        graph struct), members: [(text, origin)] (inside it),
+      init_steps, run_steps: [(id, run, undo, [int])] (function names, "": none),
       n_inputs, n_outputs, n_orphans: int, source_name: str,
     where every fragment is (text, origin index or -1). Returns a dict with
     the module `text`, its `content_key` (SHA-256) and `line_map`:
