@@ -233,8 +233,7 @@ constexpr const char* k_graph_methods =
     "void opweave_graph::cleanup() {\n"
     "    opweave_undo_steps(this, opweave_init_table, __init_reached, 0, NULL);\n"
     "    __init_reached = 0;\n"
-    "}\n\n"
-    "";
+    "}\n\n";
 
 constexpr const char* k_run_loop =
     "int opweave_graph::run(PyObject* const* inputs, PyObject** outputs) {\n"

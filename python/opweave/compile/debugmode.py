@@ -131,6 +131,6 @@ def debug_function(
     nodes = fgraph.toposort()
     checks = [NodeCheck(node, index, mode) for index, node in enumerate(nodes)]
     steps = node_steps(nodes, [check.run for check in checks])
-    fn = _core.Function(impl=NodeRunner(fgraph, binding, single, steps), unpack_single=single)
+    fn = _core.Function(impl=NodeRunner(fgraph, binding, single, steps).run, unpack_single=single)
     fn.node_checks = checks
     return fn

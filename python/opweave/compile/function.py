@@ -102,16 +102,14 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
     outcome and its own compile seconds; ``compiled`` and ``reused``: how
     many modules were built here and found."""
     parts = [fn] if hasattr(fn, "compile_seconds") else getattr(fn, "compiled_parts", [])
-    runs = [part.compile_seconds for part in parts]
     profile: dict[str, Any] = {"graph": graph_seconds}
     for phase in _PHASES[1:]:
-        profile[phase] = sum(run.get(phase, 0.0) for run in runs)
+        profile[phase] = sum(part.compile_seconds.get(phase, 0.0) for part in parts)
     profile["other"] = max(total - sum(profile[p] for p in _PHASES), 0.0)
     profile["total"] = total
-    outcomes = [part.cache_outcome for part in parts]
     profile["modules"] = [
-        {"outcome": outcome, "compile": run.get("compile", 0.0)}
-        for outcome, run in zip(outcomes, runs, strict=True)
+        {"outcome": part.cache_outcome, "compile": part.compile_seconds.get("compile", 0.0)}
+        for part in parts
     ]
     profile["compiled"] = sum(1 for m in profile["modules"] if m["outcome"] != "hit")
     profile["reused"] = sum(1 for m in profile["modules"] if m["outcome"] == "hit")
@@ -166,7 +164,7 @@ def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, lin
                 fn.node_outcomes = [fn.cache_outcome] * len(nodes)
                 return fn
         steps = region_steps(fgraph, bound.label)
-    fn = _core.Function(impl=NodeRunner(fgraph, bound, single, steps), unpack_single=single)
+    fn = _core.Function(impl=NodeRunner(fgraph, bound, single, steps).run, unpack_single=single)
     fn.compiled_parts = [s.run for s in steps if hasattr(s.run, "compile_seconds")]
     # Per node: "hit", "built" or "built_by_other" for compiled code (its
     # region's module), None for a node that runs perform.

@@ -23,7 +23,7 @@ __all__ = ["NodeRunner"]
 
 
 class NodeRunner:
-    """Calls the steps in order, passing values between them. Arguments go
+    """``run`` calls the steps in order, passing values between them. Arguments go
     through ``Type.filter`` unless every step that reads them checks its
     inputs itself (compiled code does, in C). An error raised by a step that
     runs Python code gets a note naming the node."""
@@ -34,10 +34,8 @@ class NodeRunner:
         self.inputs = inputs
         self.single = single
         self.steps = list(steps)
+        # The function to call: run(*args, **kwargs).
         self.run = self._generate(fgraph)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.run(*args, **kwargs)
 
     def _generate(self, fgraph: FunctionGraph) -> Any:
         names: dict[int, str] = {}

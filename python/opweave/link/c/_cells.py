@@ -93,7 +93,6 @@ class Cells:
         self.counts: dict[str, int] = {}  # struct name -> instances in the graph
         self.roles: dict[str, list[str]] = {}  # struct name -> step functions used
         self.names: dict[str, str] = {}  # hook texts -> struct name
-        self.declares: dict[str, str] = {}  # struct name -> c_declare of `V` (for locals)
         self.types: dict[str, Any] = {}  # struct name -> (type, check_input)
         self.definitions: list[list[Fragment]] = []
 
@@ -112,7 +111,6 @@ class Cells:
         if name is None:
             name = f"cell_{code_hash(key)}"
             self.names[key] = name
-            self.declares[name] = texts[0] or ""
             self.types[name] = (kind, check)
             parts = [
                 None if text is None else self.fragment(text, f"{what} {hook}")

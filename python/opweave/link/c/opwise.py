@@ -22,7 +22,6 @@ applies the same op to the same types shares it through the module cache.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,7 +110,7 @@ def region_steps(fgraph: FunctionGraph, label: str) -> list[Step]:
             run.append(node)
             continue
         if run:
-            steps.extend(_compiled_region(fgraph, run, numbers, label))
+            steps.extend(_compiled_region(fgraph, nodes, run, numbers, label))
             run = []
         if node is not None:
             steps.append(_python_step(node, numbers[id(node)]))
@@ -129,15 +128,19 @@ def _python_step(node: Apply, index: int) -> Step:
 
 
 def _compiled_region(
-    fgraph: FunctionGraph, nodes: list[Apply], numbers: dict[int, int], label: str
+    fgraph: FunctionGraph,
+    order: list[Apply],
+    nodes: list[Apply],
+    numbers: dict[int, int],
+    label: str,
 ) -> list[Step]:
-    """``nodes`` as one compiled step; if one of them has no usable C code,
-    each node on its own (C, or perform)."""
+    """``nodes`` (consecutive in ``order``, the graph's topological order) as
+    one compiled step, or split in two when they do not compile together."""
     from opweave.link.c.basic import CLinker
 
     inside = {id(v) for node in nodes for v in node.outputs}
     later = {id(v) for v in fgraph.outputs}
-    for node in fgraph.toposort()[numbers[id(nodes[-1])] + 1 :]:
+    for node in order[numbers[id(nodes[-1])] + 1 :]:
         later.update(id(v) for v in node.inputs)
     inputs = list(
         {
@@ -156,20 +159,16 @@ def _compiled_region(
     region = FunctionGraph(inputs, outputs)
     try:
         compiled = CLinker(numbers=numbers).accept(region).compile()
-    except (MissingCCode, CompileError):
-        # Nodes that compile on their own may not compile together (two
-        # enums defining one name differently); a node whose code is missing
-        # runs perform, and one whose code is broken raises its error.
+    except MissingCCode:
         if len(nodes) == 1:
-            if sys.exc_info()[0] is CompileError:
-                raise
             return [_python_step(nodes[0], numbers[id(nodes[0])])]
-        half = len(nodes) // 2
-        return [
-            step
-            for part in (nodes[:half], nodes[half:])
-            for step in _compiled_region(fgraph, part, numbers, label)
-        ]
+        return _split_region(fgraph, order, nodes, numbers, label)
+    except CompileError:
+        # Nodes that compile on their own may not compile together (two enums
+        # defining one name differently); a single node's error is its own.
+        if len(nodes) == 1:
+            raise
+        return _split_region(fgraph, order, nodes, numbers, label)
     binding = InputBinding(inputs, label, names=names)
     function = compiled_function(compiled, binding, single=False)
     first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
@@ -182,6 +181,21 @@ def _compiled_region(
             [compiled.outcome] * len(nodes),
             True,
         )
+    ]
+
+
+def _split_region(
+    fgraph: FunctionGraph,
+    order: list[Apply],
+    nodes: list[Apply],
+    numbers: dict[int, int],
+    label: str,
+) -> list[Step]:
+    half = len(nodes) // 2
+    return [
+        step
+        for part in (nodes[:half], nodes[half:])
+        for step in _compiled_region(fgraph, order, part, numbers, label)
     ]
 
 
