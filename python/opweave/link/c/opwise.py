@@ -157,18 +157,27 @@ def _compiled_region(
         for v in inputs
     ]
     region = FunctionGraph(inputs, outputs)
+
+    def split() -> list[Step]:
+        half = len(nodes) // 2
+        return [
+            step
+            for part in (nodes[:half], nodes[half:])
+            for step in _compiled_region(fgraph, order, part, numbers, label)
+        ]
+
     try:
         compiled = CLinker(numbers=numbers).accept(region).compile()
     except MissingCCode:
         if len(nodes) == 1:
             return [_python_step(nodes[0], numbers[id(nodes[0])])]
-        return _split_region(fgraph, order, nodes, numbers, label)
+        return split()
     except CompileError:
         # Nodes that compile on their own may not compile together (two enums
         # defining one name differently); a single node's error is its own.
         if len(nodes) == 1:
             raise
-        return _split_region(fgraph, order, nodes, numbers, label)
+        return split()
     binding = InputBinding(inputs, label, names=names)
     function = compiled_function(compiled, binding, single=False)
     first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
@@ -181,21 +190,6 @@ def _compiled_region(
             [compiled.outcome] * len(nodes),
             True,
         )
-    ]
-
-
-def _split_region(
-    fgraph: FunctionGraph,
-    order: list[Apply],
-    nodes: list[Apply],
-    numbers: dict[int, int],
-    label: str,
-) -> list[Step]:
-    half = len(nodes) // 2
-    return [
-        step
-        for part in (nodes[:half], nodes[half:])
-        for step in _compiled_region(fgraph, order, part, numbers, label)
     ]
 
 
