@@ -30,6 +30,7 @@ public:
     // A user fragment on lines of its own, recorded in the line map.
     void fragment(const CodeFragment& fragment);
 
+    const std::string& text() const noexcept { return m_text; }
     std::string take_text() { return std::move(m_text); }
     std::vector<LineRange> take_line_map() { return std::move(m_line_map); }
 

@@ -66,6 +66,27 @@ std::vector<Step> to_steps(const py::dict& spec, const char* key) {
     return steps;
 }
 
+// {headers, support_code, definitions, init_code}
+UnitSpec to_unit(const py::handle& item) {
+    const auto unit = item.cast<py::dict>();
+    UnitSpec out;
+    if (unit.contains("headers")) {
+        out.headers = unit["headers"].cast<std::vector<std::string>>();
+    }
+    out.support_code = to_fragments(unit, "support_code");
+    out.definitions = to_definitions(unit, "definitions");
+    out.init_code = to_fragments(unit, "init_code");
+    return out;
+}
+
+py::list to_line_map(const std::vector<LineRange>& ranges) {
+    py::list line_map;
+    for (const LineRange& range : ranges) {
+        line_map.append(py::make_tuple(range.first, range.last, range.origin));
+    }
+    return line_map;
+}
+
 ModuleSpec to_spec(const py::dict& spec) {
     ModuleSpec out;
     if (spec.contains("origins")) {
@@ -89,6 +110,11 @@ ModuleSpec to_spec(const py::dict& spec) {
     out.step_functions = to_definitions(spec, "step_functions");
     out.init_steps = to_steps(spec, "init_steps");
     out.run_steps = to_steps(spec, "run_steps");
+    if (spec.contains("units")) {
+        for (const py::handle unit : spec["units"]) {
+            out.units.push_back(to_unit(unit));
+        }
+    }
     out.n_inputs = spec.contains("n_inputs") ? spec["n_inputs"].cast<int>() : 0;
     out.n_outputs = spec.contains("n_outputs") ? spec["n_outputs"].cast<int>() : 0;
     out.n_orphans = spec.contains("n_orphans") ? spec["n_orphans"].cast<int>() : 0;
@@ -112,14 +138,19 @@ void init_assembly(py::module_& m) {
                 py::gil_scoped_release release;
                 module = assemble_module(parsed);
             }
-            py::list line_map;
-            for (const LineRange& range : module.line_map) {
-                line_map.append(py::make_tuple(range.first, range.last, range.origin));
+            py::list units;
+            for (const AssembledUnit& unit : module.units) {
+                py::dict assembled;
+                assembled["text"] = text(unit.text);
+                assembled["init_function"] = unit.init_function;
+                assembled["line_map"] = to_line_map(unit.line_map);
+                units.append(assembled);
             }
             py::dict result;
             result["text"] = text(module.text);
             result["content_key"] = module.content_key;
-            result["line_map"] = line_map;
+            result["line_map"] = to_line_map(module.line_map);
+            result["units"] = units;
             return result;
         },
         py::arg("spec"),
@@ -130,9 +161,12 @@ void init_assembly(py::module_& m) {
         "    graph struct), members: [(text, origin)] (inside it),\n"
         "  init_steps, run_steps: [(id, run, undo, [int])] (function names, \"\": none),\n"
         "  n_inputs, n_outputs, n_orphans: int, source_name: str,\n"
+        "  units: [{headers, support_code, definitions, init_code}] (compile units,\n"
+        "    see module_source.hpp),\n"
         "where every fragment is (text, origin index or -1). Returns a dict with\n"
-        "the module `text`, its `content_key` (SHA-256) and `line_map`:\n"
-        "[(first_line, last_line, origin)]. Raises ValueError for a bad spec.");
+        "the module `text`, its `content_key` (SHA-256), `line_map`:\n"
+        "[(first_line, last_line, origin)], and `units`: [{text, init_function,\n"
+        "line_map}]. Raises ValueError for a bad spec.");
 }
 
 }  // namespace opweave::bindings

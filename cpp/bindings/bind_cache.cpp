@@ -223,21 +223,25 @@ void init_module_cache(py::module_& m) {
                             "The on-disk, content-addressed cache of compiled modules.\n"
                             "Lookups take no lock and verify entries; builds take a per-key lock.")
         .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout,
-                         std::optional<std::uint64_t> max_total_bytes) {
+                         std::optional<std::uint64_t> max_total_bytes, int compile_jobs) {
                  CacheOptions options;
                  options.root = root.value_or(std::filesystem::path());
                  options.lock_timeout_seconds = lock_timeout;
                  options.max_total_bytes = max_total_bytes;
+                 options.compile_jobs = compile_jobs;
                  py::gil_scoped_release release;
                  return std::make_unique<ModuleCache>(options);
              }),
              py::arg("root") = py::none(), py::arg("lock_timeout") = 1800.0,
-             py::arg("max_total_bytes") = py::none())
+             py::arg("max_total_bytes") = py::none(), py::arg("compile_jobs") = 0)
         .def_static("default_root", &ModuleCache::default_root)
         .def_static("check_key", &ModuleCache::check_key, py::arg("key"))
         .def_property_readonly("root", &ModuleCache::root)
         .def_property_readonly("max_total_bytes",
                                [](const ModuleCache& c) { return c.options().max_total_bytes; })
+        .def_property_readonly(
+            "compile_jobs", [](const ModuleCache& c) { return c.options().compile_jobs; },
+            "Compiler processes at once across processes (0: the number of cores).")
         .def("entry_dir", &ModuleCache::entry_dir, py::arg("key"))
         .def(
             "lookup",

@@ -116,6 +116,21 @@ void init_request(py::module_& m) {
              py::arg("header_text"), py::arg("extra") = "")
         .def_readwrite("header_text", &PreludeRequest::header_text)
         .def_readwrite("extra", &PreludeRequest::extra);
+    py::class_<TranslationUnit>(m, "TranslationUnit",
+                                "A unit compiled on its own (a cache entry) and linked into a "
+                                "module.")
+        .def(py::init([](std::string source, std::string label) {
+                 return TranslationUnit{std::move(source), std::move(label)};
+             }),
+             py::arg("source"), py::arg("label") = "")
+        .def_readwrite("source", &TranslationUnit::source)
+        .def_readwrite("label", &TranslationUnit::label);
+    py::class_<BuiltUnit>(m, "BuiltUnit", "What became of one unit while a module was built.")
+        .def_readonly("key", &BuiltUnit::key)
+        .def_readonly("label", &BuiltUnit::label)
+        .def_property_readonly("outcome",
+                               [](const BuiltUnit& b) { return outcome_name(b.outcome); })
+        .def_readonly("compile_seconds", &BuiltUnit::compile_seconds);
     py::class_<ModuleRequest>(m, "ModuleRequest",
                               "Everything build_module needs to know about one module.")
         .def(py::init<>())
@@ -125,7 +140,9 @@ void init_request(py::module_& m) {
         .def_readwrite("label", &ModuleRequest::label, "What it is (op names), for listings.")
         .def_readwrite("covered_header_dirs", &ModuleRequest::covered_header_dirs,
                        "Header directories the key covers (not tracked).")
-        .def_readwrite("prelude", &ModuleRequest::prelude);
+        .def_readwrite("prelude", &ModuleRequest::prelude)
+        .def_readwrite("units", &ModuleRequest::units,
+                       "More translation units, compiled on their own and linked with source.");
     py::class_<BuiltModule>(m, "BuiltModule", "A verified module in the cache.")
         .def_readonly("key", &BuiltModule::key)
         .def_readonly("dir", &BuiltModule::dir)
@@ -134,7 +151,9 @@ void init_request(py::module_& m) {
         .def_property_readonly("outcome",
                                [](const BuiltModule& b) { return outcome_name(b.outcome); })
         .def_readonly("compile_seconds", &BuiltModule::compile_seconds)
-        .def_readonly("events", &BuiltModule::events);
+        .def_readonly("events", &BuiltModule::events)
+        .def_readonly("units", &BuiltModule::units,
+                      "Each unit, when the module was built here from units.");
 }
 
 // Requests are copied while the GIL is held, so another thread may change
@@ -179,6 +198,9 @@ void init_compiler(py::module_& m) {
     m.def("module_key", &module_key, py::arg("source"), py::arg("compiler"), py::arg("job"),
           py::arg("extra") = "",
           "The cache key of `source` compiled by `compiler` with `job`.");
+    m.def("unit_key", &unit_key, py::arg("unit"), py::arg("compiler"), py::arg("job"),
+          py::arg("extra") = "",
+          "The cache key of `unit` compiled for a module with `job` and `extra`.");
     m.def("module_key_material", &module_key_material, py::arg("compiler"), py::arg("job"),
           py::arg("extra") = "", "The key material of a module, minus its source, as text.");
     m.def(

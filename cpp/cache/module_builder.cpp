@@ -4,7 +4,12 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <functional>
+#include <set>
+
 #include "cache/build_support.hpp"
+#include "cache/compile_slots.hpp"
 #include "cache/file_digest.hpp"
 #include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
@@ -13,6 +18,7 @@
 #include "util/c_literal.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
+#include "util/parallel.hpp"
 
 namespace opweave {
 
@@ -20,8 +26,19 @@ namespace {
 
 constexpr const char* k_source_name = "module.cpp";
 constexpr const char* k_staged_library = "module.so";
+constexpr const char* k_staged_object = "module.o";
 constexpr const char* k_depfile_name = "module.d";
+constexpr const char* k_unit_source = "unit.cpp";
+constexpr const char* k_unit_object = "unit.o";
+constexpr const char* k_unit_depfile = "unit.d";
 constexpr std::size_t k_library_hash_chars = 16;
+// Times a link looks for a unit evicted or damaged since it was built.
+constexpr int k_unit_attempts = 3;
+
+// What a staged compile makes.
+enum class Product { library, object };
+
+using CompileStep = std::function<CompileResult(const CompileJob&)>;
 
 // Compiles `staged`. Unkeyed flags may change how fast a module compiles,
 // never what it compiles to, so a compile that exits with an error while
@@ -30,28 +47,28 @@ constexpr std::size_t k_library_hash_chars = 16;
 // A genuine error in the source fails the second compile too, and that one is
 // reported. A timeout or a signal is not retried (it would only double the
 // wait). When it retried, staged.unkeyed_flags is left as `kept`.
-CompileResult compile_with_fallback(const Compiler& compiler, CompileJob& staged,
-                                    const std::vector<std::string>& kept, BuildMonitor* monitor) {
+CompileResult compile_with_fallback(const CompileStep& compile, CompileJob& staged,
+                                    const std::vector<std::string>& kept) {
     if (staged.unkeyed_flags == kept) {
-        return compiler.compile(staged, monitor);
+        return compile(staged);
     }
     try {
-        return compiler.compile(staged, monitor);
+        return compile(staged);
     } catch (const CompileError& error) {
         if (error.exit_status() <= 0) {
             throw;
         }
     }
     staged.unkeyed_flags = kept;
-    return compiler.compile(staged, monitor);
+    return compile(staged);
 }
 
 // Diagnostics, debug information and sanitizer reports name the source
 // where the entry keeps it, not the staging directory, which is gone after
 // the build (the text attributes its lines to OPWEAVE_MODULE_SOURCE; see
 // module_source.hpp). The flag changes no code, only the paths recorded.
-std::vector<std::string> source_path_flags(const std::filesystem::path& entry_dir) {
-    const std::string path = (entry_dir / k_source_name).string();
+std::vector<std::string> source_path_flags(const std::filesystem::path& source) {
+    const std::string path = source.string();
     return {"-DOPWEAVE_MODULE_SOURCE=\"" + util::c_string_body(path) + "\""};
 }
 
@@ -133,8 +150,11 @@ std::string material_of(const Compiler& compiler, const CompileJob& keyed,
     return text;
 }
 
+// `kind` is empty for a module of one source, "unit" for a unit and
+// "linked" for a module linked from units (whose keys are in `units`).
 std::string key_of(std::string_view source, const Compiler& compiler, const CompileJob& keyed,
-                   std::string_view extra) {
+                   std::string_view extra, std::string_view kind = {},
+                   const std::vector<std::string>& units = {}) {
     KeyHasher hasher;
     hasher.add("layout", std::to_string(k_module_layout_version));
     hasher.add("compiler", compiler.identity().key_material());
@@ -146,7 +166,223 @@ std::string key_of(std::string_view source, const Compiler& compiler, const Comp
     hasher.add(static_cast<std::int64_t>(keyed.debug_info));
     hasher.add("extra", extra);
     hasher.add("source", source);
+    if (!kind.empty()) {
+        hasher.add("kind", kind);
+        hasher.add(units);
+    }
     return hasher.hex_digest();
+}
+
+// One compile of a build: `source` written as `names.source` in the
+// staging directory, compiled to `names.output` (a library or an object),
+// with the prelude when there is one.
+struct StagedNames {
+    const char* source;
+    const char* output;
+    const char* depfile;
+};
+
+struct StagedCompile {
+    CompileResult result;
+    std::vector<HeaderRecord> headers;
+};
+
+class Builder {
+public:
+    Builder(ModuleCache& cache, const Compiler& compiler, const ModuleRequest& request)
+        : m_cache(cache), m_compiler(compiler), m_request(request),
+          m_job(cache::absolute_dirs(request.job)) {}
+
+    const CompileJob& job() const { return m_job; }
+
+    std::optional<Entry> prelude(BuildMonitor* monitor, std::vector<CacheEvent>& events) const {
+        return usable_prelude(m_cache, m_compiler, m_request, m_job, monitor, events);
+    }
+
+    // Compiles `source` in `staging` for the entry `key` (at `entry_dir`),
+    // holding a compile slot; a failure keeps the source (see
+    // rethrow_with_kept_source).
+    StagedCompile compile(const std::string& key, std::string_view source,
+                          const std::filesystem::path& staging,
+                          const std::filesystem::path& entry_dir, StagedNames names,
+                          Product product, const std::optional<Entry>& prelude,
+                          BuildMonitor* monitor) const {
+        CompileJob staged = m_job;
+        staged.source = staging / names.source;
+        staged.output = staging / names.output;
+        staged.depfile = staging / names.depfile;
+        const std::vector<std::string> kept = source_path_flags(entry_dir / names.source);
+        staged.unkeyed_flags = kept;
+        if (prelude) {
+            const std::vector<std::string> include = prelude_include_flags(prelude->dir);
+            staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
+        }
+        util::write_file_atomic(staged.source, source);
+        const std::int64_t start = cache::filesystem_now_ns();
+        const CompileStep step = [&](const CompileJob& run) {
+            const cache::CompileSlot slot(m_cache.root(), m_cache.options().compile_jobs,
+                                          m_cache.options().lock_timeout_seconds, monitor);
+            return product == Product::library ? m_compiler.compile(run, monitor)
+                                               : m_compiler.compile_object(run, monitor);
+        };
+        StagedCompile compiled;
+        try {
+            compiled.result = compile_with_fallback(step, staged, kept);
+        } catch (const CompileError& error) {
+            rethrow_with_kept_source(m_cache, key, source, error,
+                                     {staged.source, entry_dir / names.source});
+        }
+        compiled.headers = cache::compiled_headers(m_cache, m_request, staged, start);
+        if (prelude && staged.unkeyed_flags != kept) {
+            // What the precompiled header read, the source read too.
+            cache::merge_headers(compiled.headers, prelude->headers);
+        }
+        return compiled;
+    }
+
+    BuildRecord record(const char* kind, const std::string& label, const StagedCompile& compiled,
+                       const std::filesystem::path& staging,
+                       const std::filesystem::path& entry_dir) const {
+        BuildRecord record;
+        record.kind = kind;
+        record.label = label;
+        record.key_material = material_of(m_compiler, m_job, m_request.extra);
+        record.command = cache::display_command(compiled.result, staging, entry_dir);
+        record.compile_seconds = compiled.result.seconds;
+        record.headers = compiled.headers;
+        return record;
+    }
+
+    // The unit's entry, compiled (as an object) on a miss.
+    CacheResult unit(const TranslationUnit& unit, const std::string& key,
+                     const std::optional<Entry>& prelude, BuildMonitor* monitor) const {
+        const std::filesystem::path entry_dir = m_cache.entry_dir(key);
+        const BuildFn build = [&](const std::filesystem::path& staging) {
+            const StagedCompile compiled =
+                compile(key, unit.source, staging, entry_dir,
+                        {k_unit_source, k_unit_object, k_unit_depfile}, Product::object, prelude,
+                        monitor);
+            return record("unit", unit.label, compiled, staging, entry_dir);
+        };
+        return m_cache.get_or_build(key, build, monitor);
+    }
+
+    // Copies the unit's object into `to`, checking it against the entry's
+    // record. Returns false when the object is gone or differs (evicted, or
+    // damaged since it was verified).
+    static bool copy_object(const Entry& entry, const std::filesystem::path& to) {
+        const std::filesystem::path from = entry.dir / k_unit_object;
+        const util::Fd fd(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        const std::optional<std::string> bytes = fd ? util::read_all(fd.get()) : std::nullopt;
+        if (!bytes) {
+            return false;
+        }
+        for (const EntryFile& file : entry.files) {
+            if (file.name == k_unit_object) {
+                if (file.size != bytes->size() || file.sha256 != to_hex(Sha256::of(*bytes))) {
+                    return false;
+                }
+                util::write_file_atomic(to, *bytes);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Stages the object of unit `index` as `to`, rebuilding the unit when
+    // it was evicted or damaged since it was found.
+    BuiltUnit stage_unit(std::size_t index, const std::string& key, CacheResult& found,
+                         const std::filesystem::path& to, const std::optional<Entry>& prelude,
+                         BuildMonitor* monitor) const {
+        const TranslationUnit& unit = m_request.units[index];
+        for (int attempt = 1; !copy_object(found.entry, to); ++attempt) {
+            if (attempt == k_unit_attempts) {
+                throw CacheError("cannot read the object of unit " + key + " in " +
+                                     found.entry.dir.string(),
+                                 found.entry.dir);
+            }
+            m_cache.quarantine(key, "its object differs from its record", k_unit_object, monitor);
+            found = this->unit(unit, key, prelude, monitor);
+        }
+        return {key, unit.label, found.outcome, found.entry.compile_seconds};
+    }
+
+private:
+    ModuleCache& m_cache;
+    const Compiler& m_compiler;
+    const ModuleRequest& m_request;
+    CompileJob m_job;
+};
+
+using Seconds = std::chrono::duration<double>;
+
+std::filesystem::path unit_object(const std::filesystem::path& staging, std::size_t index) {
+    return staging / ("unit-" + std::to_string(index) + ".o");
+}
+
+// The build of a module linked from its source and units: everything
+// missing is compiled in parallel, then linked.
+BuildRecord build_linked(const Builder& builder, ModuleCache& cache, const Compiler& compiler,
+                         const ModuleRequest& request, const std::string& key,
+                         const std::vector<std::string>& unit_keys,
+                         const std::filesystem::path& staging, BuildMonitor* monitor,
+                         std::vector<CacheEvent>& events, std::vector<BuiltUnit>& built_units) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::filesystem::path entry_dir = cache.entry_dir(key);
+    const std::optional<Entry> prelude = builder.prelude(monitor, events);
+    StagedCompile main;
+    // Each unit's object is copied into the staging directory as soon as
+    // it is found or built, so that an eviction meanwhile cannot lose it.
+    std::vector<std::optional<CacheResult>> found(request.units.size());
+    std::vector<std::optional<BuiltUnit>> staged(request.units.size());
+    std::vector<util::Task> tasks;
+    tasks.emplace_back([&](BuildMonitor* task_monitor) {
+        main = builder.compile(key, request.source, staging, entry_dir,
+                               {k_source_name, k_staged_object, k_depfile_name}, Product::object,
+                               prelude, task_monitor);
+    });
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < request.units.size(); ++i) {
+        if (seen.insert(unit_keys[i]).second) {
+            tasks.emplace_back([&, i](BuildMonitor* task_monitor) {
+                found[i] = builder.unit(request.units[i], unit_keys[i], prelude, task_monitor);
+                staged[i] = builder.stage_unit(i, unit_keys[i], *found[i], unit_object(staging, i),
+                                               prelude, task_monitor);
+            });
+        }
+    }
+    util::run_parallel(tasks, cache::compile_jobs(cache.options().compile_jobs), monitor);
+
+    std::vector<std::filesystem::path> objects = {staging / k_staged_object};
+    for (std::size_t i = 0; i < request.units.size(); ++i) {
+        if (staged[i]) {  // else a duplicate of an earlier unit
+            objects.push_back(unit_object(staging, i));
+            built_units.push_back(*staged[i]);
+            events.insert(events.end(), found[i]->events.begin(), found[i]->events.end());
+            cache::merge_headers(main.headers, found[i]->entry.headers);
+        }
+    }
+    CompileJob link = builder.job();
+    link.output = staging / k_staged_library;
+    link.flags.emplace_back("-Wl,-z,muldefs");
+    CompileResult linked;
+    try {
+        const cache::CompileSlot slot(cache.root(), cache.options().compile_jobs,
+                                      cache.options().lock_timeout_seconds, monitor);
+        linked = compiler.link(link, objects, monitor);
+    } catch (const CompileError& error) {
+        rethrow_with_kept_source(cache, key, request.source, error,
+                                 {staging / k_source_name, entry_dir / k_source_name});
+    }
+    for (const std::filesystem::path& object : objects) {
+        std::filesystem::remove(object);
+    }
+    name_library_after_content(staging);
+    main.result.commands.insert(main.result.commands.end(), linked.commands.begin(),
+                                linked.commands.end());
+    BuildRecord record = builder.record("module", request.label, main, staging, entry_dir);
+    record.compile_seconds = Seconds(std::chrono::steady_clock::now() - start).count();
+    return record;
 }
 
 }  // namespace
@@ -161,47 +397,37 @@ std::string module_key(std::string_view source, const Compiler& compiler, const 
     return key_of(source, compiler, cache::absolute_dirs(job), extra);
 }
 
+std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
+                     const CompileJob& job, std::string_view extra) {
+    return key_of(unit.source, compiler, cache::absolute_dirs(job), extra, "unit");
+}
+
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor) {
-    const CompileJob job = cache::absolute_dirs(request.job);
-    const std::string key = key_of(request.source, compiler, job, request.extra);
+    const Builder builder(cache, compiler, request);
+    std::vector<std::string> unit_keys;
+    for (const TranslationUnit& unit : request.units) {
+        unit_keys.push_back(key_of(unit.source, compiler, builder.job(), request.extra, "unit"));
+    }
+    const std::string key =
+        request.units.empty()
+            ? key_of(request.source, compiler, builder.job(), request.extra)
+            : key_of(request.source, compiler, builder.job(), request.extra, "linked", unit_keys);
     const std::filesystem::path entry_dir = cache.entry_dir(key);
-    std::vector<CacheEvent> prelude_events;
+    std::vector<CacheEvent> build_events;
+    std::vector<BuiltUnit> built_units;
     const BuildFn build = [&](const std::filesystem::path& staging) {
-        CompileJob staged = job;
-        staged.source = staging / k_source_name;
-        staged.output = staging / k_staged_library;
-        staged.depfile = staging / k_depfile_name;
-        const std::optional<Entry> prelude =
-            usable_prelude(cache, compiler, request, job, monitor, prelude_events);
-        const std::vector<std::string> kept = source_path_flags(entry_dir);
-        staged.unkeyed_flags = kept;
-        if (prelude) {
-            const std::vector<std::string> include = prelude_include_flags(prelude->dir);
-            staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
+        if (!request.units.empty()) {
+            return build_linked(builder, cache, compiler, request, key, unit_keys, staging,
+                                monitor, build_events, built_units);
         }
-        util::write_file_atomic(staged.source, request.source);
-        const std::int64_t start = cache::filesystem_now_ns();
-        CompileResult result;
-        try {
-            result = compile_with_fallback(compiler, staged, kept, monitor);
-        } catch (const CompileError& error) {
-            rethrow_with_kept_source(cache, key, request.source, error,
-                                     {staged.source, entry_dir / k_source_name});
-        }
-        BuildRecord record;
-        record.headers = cache::compiled_headers(cache, request, staged, start);
-        if (prelude && staged.unkeyed_flags != kept) {
-            // What the precompiled header read, the module read too.
-            cache::merge_headers(record.headers, prelude->headers);
-        }
+        const std::optional<Entry> prelude = builder.prelude(monitor, build_events);
+        const StagedCompile compiled =
+            builder.compile(key, request.source, staging, entry_dir,
+                            {k_source_name, k_staged_library, k_depfile_name}, Product::library,
+                            prelude, monitor);
         name_library_after_content(staging);
-        record.kind = "module";
-        record.label = request.label;
-        record.key_material = material_of(compiler, job, request.extra);
-        record.command = cache::display_command(result, staging, entry_dir);
-        record.compile_seconds = result.seconds;
-        return record;
+        return builder.record("module", request.label, compiled, staging, entry_dir);
     };
     CacheResult result = cache.get_or_build(key, build, monitor);
     BuiltModule built;
@@ -212,7 +438,8 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     built.outcome = result.outcome;
     built.compile_seconds = result.entry.compile_seconds;
     built.events = std::move(result.events);
-    built.events.insert(built.events.end(), prelude_events.begin(), prelude_events.end());
+    built.events.insert(built.events.end(), build_events.begin(), build_events.end());
+    built.units = std::move(built_units);
     if (built.library.empty()) {
         throw CacheError("cache entry " + built.dir.string() + " holds no library", built.dir);
     }

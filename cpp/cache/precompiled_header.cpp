@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "cache/build_support.hpp"
+#include "cache/compile_slots.hpp"
 #include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
@@ -124,7 +125,12 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         staged.depfile = staging / k_depfile_name;
         util::write_file_atomic(staged.source, header_text);
         const std::int64_t start = cache::filesystem_now_ns();
-        const CompileResult result = compiler.compile_header(staged, monitor);
+        CompileResult result;
+        {
+            const cache::CompileSlot slot(cache.root(), cache.options().compile_jobs,
+                                          cache.options().lock_timeout_seconds, monitor);
+            result = compiler.compile_header(staged, monitor);
+        }
         std::error_code missing;
         if (!std::filesystem::is_regular_file(staged.output, missing)) {
             throw CacheError("the compiler wrote no precompiled header " + staged.output.string(),

@@ -29,8 +29,7 @@ namespace {
 // protects against one that hangs (a stuck network mount, a wedged wrapper).
 constexpr double k_version_timeout_seconds = 30.0;
 
-// Which part of a job a command performs; shapes error messages.
-enum class Step { compile_and_link, compile_object, link };
+using Step = SystemCompiler::Step;
 
 const char* opt_flag(OptLevel level) {
     switch (level) {
@@ -176,19 +175,33 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
         return {std::move(command)};
     }
 
-    const std::string object = object_path(job);
-    std::vector<std::string> compile = m_identity.launcher;
-    compile.insert(compile.end(), {cxx, "-c"});
-    append_code_generation_flags(compile, job);
-    append_compile_flags(compile, job);
-    append_prefixed(compile, "-I", job.include_dirs);
-    compile.insert(compile.end(), {"-o", object, job.source.string()});
+    const std::filesystem::path object = object_path(job);
+    CompileJob to_object = job;
+    to_object.output = object;
+    CompileJob to_library = job;
+    return {object_command_line(to_object), link_command_line(to_library, {object})};
+}
 
-    std::vector<std::string> link = {cxx, "-shared", "-fPIC"};
-    append_flags(link, job);
-    link.insert(link.end(), {"-o", job.output.string(), object});
-    append_link_inputs(link, job);
-    return {std::move(compile), std::move(link)};
+std::vector<std::string> SystemCompiler::object_command_line(const CompileJob& job) const {
+    std::vector<std::string> command = m_identity.launcher;
+    command.insert(command.end(), {m_identity.path, "-c"});
+    append_code_generation_flags(command, job);
+    append_compile_flags(command, job);
+    append_prefixed(command, "-I", job.include_dirs);
+    command.insert(command.end(), {"-o", job.output.string(), job.source.string()});
+    return command;
+}
+
+std::vector<std::string> SystemCompiler::link_command_line(
+    const CompileJob& job, const std::vector<std::filesystem::path>& objects) const {
+    std::vector<std::string> command = {m_identity.path, "-shared", "-fPIC"};
+    append_flags(command, job);
+    command.insert(command.end(), {"-o", job.output.string()});
+    for (const std::filesystem::path& object : objects) {
+        command.push_back(object.string());
+    }
+    append_link_inputs(command, job);
+    return command;
 }
 
 std::vector<std::string> SystemCompiler::header_command_line(const CompileJob& job) const {
@@ -205,33 +218,44 @@ CompileResult SystemCompiler::compile(const CompileJob& job, BuildMonitor* monit
     const std::vector<std::vector<std::string>> commands = command_lines(job);
     const ObjectFileCleanup cleanup(commands.size() == 2 ? std::filesystem::path(object_path(job))
                                                          : std::filesystem::path());
-    return run_commands(commands, job, monitor);
+    if (commands.size() == 1) {
+        return run_commands(commands, {Step::compile_and_link}, job, monitor);
+    }
+    return run_commands(commands, {Step::compile_object, Step::link}, job, monitor);
 }
 
 CompileResult SystemCompiler::compile_header(const CompileJob& job, BuildMonitor* monitor) const {
-    return run_commands({header_command_line(job)}, job, monitor);
+    return run_commands({header_command_line(job)}, {Step::compile_and_link}, job, monitor);
 }
 
-// Runs one command (compile and link, or a header) or two (with a launcher:
-// compile an object, then link), stopping at the first failure.
+CompileResult SystemCompiler::compile_object(const CompileJob& job, BuildMonitor* monitor) const {
+    return run_commands({object_command_line(job)}, {Step::compile_object}, job, monitor);
+}
+
+CompileResult SystemCompiler::link(const CompileJob& job,
+                                   const std::vector<std::filesystem::path>& objects,
+                                   BuildMonitor* monitor) const {
+    return run_commands({link_command_line(job, objects)}, {Step::link}, job, monitor);
+}
+
+// Runs the commands (one compile and link, a header, an object or a link;
+// or, with a launcher, compile an object then link), stopping at the first
+// failure; steps[i] says what commands[i] does.
 CompileResult SystemCompiler::run_commands(const std::vector<std::vector<std::string>>& commands,
-                                           const CompileJob& job, BuildMonitor* monitor) const {
+                                           const std::vector<Step>& steps, const CompileJob& job,
+                                           BuildMonitor* monitor) const {
     util::ProcessOptions options;
     options.timeout_seconds = m_options.timeout_seconds;
     options.monitor = monitor;
     options.die_with_parent = true;
-    const bool two_step = commands.size() == 2;
     const std::string compiler_name = std::filesystem::path(m_identity.path).filename().string();
 
     CompileResult result;
     for (std::size_t index = 0; index < commands.size(); ++index) {
         const std::vector<std::string>& command = commands[index];
-        Step step = Step::compile_and_link;
+        const Step step = steps[index];
         std::string program = compiler_name;
-        if (two_step) {
-            step = index == 0 ? Step::compile_object : Step::link;
-        }
-        if (step == Step::compile_object) {
+        if (step == Step::compile_object && !m_identity.launcher.empty()) {
             const std::filesystem::path launcher(m_identity.launcher.front());
             program += " (via " + launcher.filename().string() + ")";
         }

@@ -20,7 +20,9 @@ enum class OptLevel { o0, o1, o2, o3 };
 enum class DebugInfo { no, yes };
 
 // What to compile: one source file into one shared library (or, with
-// Compiler::compile_header, one header into a precompiled header).
+// Compiler::compile_header, one header into a precompiled header; with
+// Compiler::compile_object, one source into an object file; with
+// Compiler::link, object files into one shared library).
 struct CompileJob {
     std::filesystem::path source;
     std::filesystem::path output;            // the shared library to produce
@@ -69,6 +71,15 @@ public:
     // `job.output`, with the language and code generation flags compile()
     // would use for `job`; libraries and library dirs are not used.
     virtual CompileResult compile_header(const CompileJob& job, BuildMonitor* monitor) const = 0;
+    // Compiles `job.source` into the object file `job.output` (position
+    // independent, as compile() would compile it), through the launcher if
+    // there is one; libraries and library dirs are not used.
+    virtual CompileResult compile_object(const CompileJob& job, BuildMonitor* monitor) const = 0;
+    // Links `objects` into the shared library `job.output` with the job's
+    // flags, library dirs and libraries; `job.source` is not used.
+    virtual CompileResult link(const CompileJob& job,
+                               const std::vector<std::filesystem::path>& objects,
+                               BuildMonitor* monitor) const = 0;
 };
 
 struct CompilerOptions {
@@ -96,6 +107,9 @@ public:
     // Throws Error if either cannot be found or the version query fails.
     explicit SystemCompiler(CompilerOptions options = {});
 
+    // What one command of a job does; it shapes error messages.
+    enum class Step { compile_and_link, compile_object, link };
+
     const CompilerIdentity& identity() const override { return m_identity; }
 
     // The command lines compile() would run for `job`: one, or two with a
@@ -108,6 +122,11 @@ public:
     // precompiled header without extra configuration).
     std::vector<std::string> header_command_line(const CompileJob& job) const;
 
+    // The command lines compile_object() and link() run.
+    std::vector<std::string> object_command_line(const CompileJob& job) const;
+    std::vector<std::string> link_command_line(
+        const CompileJob& job, const std::vector<std::filesystem::path>& objects) const;
+
     // Runs the commands, each in its own process group that is killed if
     // this process dies. Throws CompileError carrying the failing command,
     // the full diagnostics and the source path on a non-zero exit, a
@@ -119,9 +138,17 @@ public:
     CompileResult compile_header(const CompileJob& job,
                                  BuildMonitor* monitor = nullptr) const override;
 
+    // Run object_command_line(job) and link_command_line(job, objects); fail
+    // like compile().
+    CompileResult compile_object(const CompileJob& job,
+                                 BuildMonitor* monitor = nullptr) const override;
+    CompileResult link(const CompileJob& job, const std::vector<std::filesystem::path>& objects,
+                       BuildMonitor* monitor = nullptr) const override;
+
 private:
     CompileResult run_commands(const std::vector<std::vector<std::string>>& commands,
-                               const CompileJob& job, BuildMonitor* monitor) const;
+                               const std::vector<Step>& steps, const CompileJob& job,
+                               BuildMonitor* monitor) const;
 
     CompilerOptions m_options;
     CompilerIdentity m_identity;

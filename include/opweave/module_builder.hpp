@@ -45,9 +45,23 @@ struct PreludeRequest {
     std::string extra;
 };
 
+// A translation unit compiled on its own and linked into a module: a cache
+// entry of its own (kind "unit": unit.cpp, unit.o, meta.json) under its own
+// key and lock, so that modules that share a unit compile it once.
+struct TranslationUnit {
+    std::string source;
+    std::string label;  // shown by listings and logs
+};
+
 // Everything build_module needs to know about one module.
 struct ModuleRequest {
+    // The module's source. With units, it is compiled to an object and
+    // linked with theirs.
     std::string source;
+    // More translation units, compiled with the same job, extra and prelude
+    // (see TranslationUnit). Their definitions of one name are merged at the
+    // link (-z muldefs), as support code repeated in several units is.
+    std::vector<TranslationUnit> units;
     // Flags, directories, libraries and optimisation. Its source, output,
     // depfile and unkeyed flags are set by build_module.
     CompileJob job;
@@ -62,6 +76,14 @@ struct ModuleRequest {
     std::optional<PreludeRequest> prelude;
 };
 
+// What became of one unit while a module was built.
+struct BuiltUnit {
+    std::string key;
+    std::string label;
+    Outcome outcome = Outcome::hit;
+    double compile_seconds = 0.0;  // of the unit's own compile
+};
+
 struct BuiltModule {
     std::string key;
     std::filesystem::path dir;      // the cache entry
@@ -72,6 +94,9 @@ struct BuiltModule {
     double compile_seconds = 0.0;
     // What was found wrong on disk (and done about it) on the way.
     std::vector<CacheEvent> events;
+    // When the module was built here from units: each unit, in request
+    // order (duplicates once). Empty on a hit.
+    std::vector<BuiltUnit> units;
 };
 
 // The text the key of a module compiled by `compiler` with `job` is hashed
@@ -86,12 +111,23 @@ std::string module_key_material(const Compiler& compiler, const CompileJob& job,
 std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
                        std::string_view extra);
 
+// The cache key of `unit` compiled for a module with `job` and `extra`.
+std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
+                     const CompileJob& job, std::string_view extra);
+
 // Returns the module for `request`, verified, compiling it on a miss, with
 // the prelude when it is built (and, if a compile with the prelude fails,
 // once more without it; when it is not built, `monitor` is told). On a compile failure the source is kept at
 // `<cache root>/v2/failed/<key>.cpp` and the CompileError names that path.
 // Throws LockTimeout, Interrupted (polling `monitor`) and CacheError like
 // ModuleCache::get_or_build.
+//
+// With units, a miss compiles the source and every unit not in the cache in
+// parallel (threads, each compiler run holding one of the cache's
+// machine-wide compile slots: CacheOptions::compile_jobs), then links them.
+// A unit found in the cache is not compiled again; one evicted or damaged
+// before the link is rebuilt. The module's entry records the headers of its
+// units, so that a changed header rebuilds the module and that unit.
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor = nullptr);
 

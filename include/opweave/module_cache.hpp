@@ -52,6 +52,10 @@ struct CacheOptions {
     // After each build, the least recently used entries are evicted until the
     // cache holds at most this many bytes. Nothing: no limit.
     std::optional<std::uint64_t> max_total_bytes;
+    // How many compiler processes the builds of all processes that use this
+    // cache run at once, at most (slots in the lock directory). 0: the
+    // number of cores.
+    int compile_jobs = 0;
 };
 
 // A file of an entry, as recorded when the entry was published.

@@ -77,6 +77,25 @@ struct Step {
     std::vector<int> args;  // what the functions get as `args`
 };
 
+// A compile unit of a module: code compiled on its own and linked with the
+// module (ModuleRequest::units), so that the module's definitions need not
+// be compiled again when only other units change. Its text is laid out as
+//
+//   includes; the failure macros; support code (exact duplicates dropped);
+//   namespace opweave_code { definitions }
+//   PyObject* opweave_unit_init_<16 hex>(void) { init code }
+//
+// The module (then in namespace opweave_code too, not an anonymous one)
+// calls each unit's init function when it loads, before its own init code:
+// NumPy's C API, for one, is set up per translation unit. Definitions the
+// module and a unit share (a struct, an inline function) must be identical.
+struct UnitSpec {
+    std::vector<std::string> headers;
+    std::vector<CodeFragment> support_code;  // exact duplicates dropped
+    std::vector<std::vector<CodeFragment>> definitions;
+    std::vector<CodeFragment> init_code;  // exact duplicates dropped
+};
+
 struct ModuleSpec {
     std::vector<CodeOrigin> origins;
     std::vector<std::string> headers;            // "<x.h>", "\"x.h\"" or x.h (quoted for you)
@@ -90,6 +109,7 @@ struct ModuleSpec {
     std::vector<Step> run_steps;
     std::vector<CodeFragment> init_code;         // module init, exact duplicates dropped
     std::vector<CodeFragment> init_code_apply;   // module init, after init_code, kept as is
+    std::vector<UnitSpec> units;                 // none: one translation unit
     int n_inputs = 0;
     int n_outputs = 0;
     int n_orphans = 0;
@@ -105,10 +125,17 @@ struct LineRange {
     std::size_t origin = k_no_origin;
 };
 
+struct AssembledUnit {
+    std::string text;
+    std::string init_function;        // opweave_unit_init_<16 hex of the text before it>
+    std::vector<LineRange> line_map;  // as AssembledModule's, lines of `text`
+};
+
 struct AssembledModule {
     std::string text;
     std::string content_key;        // SHA-256 of `text`, 64 hex characters
     std::vector<LineRange> line_map;  // sorted by `first`, not overlapping
+    std::vector<AssembledUnit> units;  // one per ModuleSpec::units, in order
 };
 
 // The name of the module's init function is PyInit_<k_graph_module_name>.
@@ -122,5 +149,9 @@ AssembledModule assemble_module(const ModuleSpec& spec);
 
 // The origin of generated line `line`, or k_no_origin.
 std::size_t origin_of_line(const AssembledModule& module, int line);
+
+// The name of the source file of a unit's cache entry (module.cpp is the
+// module's), for UnitSpec texts' lines after a fragment read from a file.
+inline constexpr const char* k_unit_source_name = "unit.cpp";
 
 }  // namespace opweave

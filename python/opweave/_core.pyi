@@ -10,7 +10,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['BuiltModule', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'sha256_hex', 'supports_prelude']
+__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -279,7 +279,7 @@ class ModuleCache:
     @staticmethod
     def default_root() -> pathlib.Path:
         ...
-    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         ...
     def clear(self) -> int:
         """
@@ -333,6 +333,11 @@ class ModuleCache:
         """
         Checks every entry (files, hashes, metadata, owners, modes); with repair,
         quarantines the bad ones. Returns a VerifyReport.
+        """
+    @property
+    def compile_jobs(self) -> int:
+        """
+        Compiler processes at once across processes (0: the number of cores).
         """
     @property
     def max_total_bytes(self) -> int | None:
@@ -544,6 +549,30 @@ class PreludeRequest:
     header_text: str
     def __init__(self, header_text: str, extra: str = '') -> None:
         ...
+class TranslationUnit:
+    """
+    A unit compiled on its own (a cache entry) and linked into a module.
+    """
+    label: str
+    source: str
+    def __init__(self, source: str, label: str = '') -> None:
+        ...
+class BuiltUnit:
+    """
+    What became of one unit while a module was built.
+    """
+    @property
+    def compile_seconds(self) -> float:
+        ...
+    @property
+    def key(self) -> str:
+        ...
+    @property
+    def label(self) -> str:
+        ...
+    @property
+    def outcome(self) -> str:
+        ...
 class ModuleRequest:
     """
     Everything build_module needs to know about one module.
@@ -577,6 +606,14 @@ class ModuleRequest:
     @label.setter
     def label(self, arg0: str) -> None:
         ...
+    @property
+    def units(self) -> list[TranslationUnit]:
+        """
+        More translation units, compiled on their own and linked with source.
+        """
+    @units.setter
+    def units(self, arg0: collections.abc.Sequence[TranslationUnit]) -> None:
+        ...
 class BuiltModule:
     """
     A verified module in the cache.
@@ -602,6 +639,11 @@ class BuiltModule:
     @property
     def source(self) -> pathlib.Path:
         ...
+    @property
+    def units(self) -> list[BuiltUnit]:
+        """
+        Each unit, when the module was built here from units.
+        """
 class Function:
     """
     Function(*, module=None, orphans=(), impl=None, unpack_single=True, fallback=None)
@@ -643,9 +685,12 @@ def assemble_module(spec: dict) -> dict:
         graph struct), members: [(text, origin)] (inside it),
       init_steps, run_steps: [(id, run, undo, [int])] (function names, "": none),
       n_inputs, n_outputs, n_orphans: int, source_name: str,
+      units: [{headers, support_code, definitions, init_code}] (compile units,
+        see module_source.hpp),
     where every fragment is (text, origin index or -1). Returns a dict with
-    the module `text`, its `content_key` (SHA-256) and `line_map`:
-    [(first_line, last_line, origin)]. Raises ValueError for a bad spec.
+    the module `text`, its `content_key` (SHA-256), `line_map`:
+    [(first_line, last_line, origin)], and `units`: [{text, init_function,
+    line_map}]. Raises ValueError for a bad spec.
     """
 def build_module(cache: ModuleCache, compiler: Compiler, request: ModuleRequest, on_prelude_missing: typing.Any = None) -> BuiltModule:
     """
@@ -702,6 +747,10 @@ def supports_prelude(compiler: Compiler) -> bool:
     """
     Whether modules compiled by `compiler` can use a precompiled prelude
     (GCC without a launcher).
+    """
+def unit_key(unit: TranslationUnit, compiler: Compiler, job: CompileJob, extra: str = '') -> str:
+    """
+    The cache key of `unit` compiled for a module with `job` and `extra`.
     """
 CACHE_FORMAT_VERSION: int = 2
 GRAPH_LAYOUT_VERSION: int = 2

@@ -44,6 +44,13 @@ def _parse_positive_float(text: str) -> float:
     return value
 
 
+def _parse_count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"expected a count (0 or more), got {text!r}")
+    return value
+
+
 def _parse_float_dtype(text: str) -> str:
     value = text.strip()
     if value not in ("float64", "float32", "float16"):
@@ -140,6 +147,22 @@ _OPTIONS = (
         _parse_positive_float,
         1800.0,
         "Seconds a build waits for another process building the same module.",
+    ),
+    ConfigOption(
+        "compile__jobs",
+        _parse_count,
+        0,
+        "How many compiler processes run at once, at most, across every process that "
+        "uses the compiledir (the units of a large graph compile in parallel). "
+        "0: the number of cores.",
+    ),
+    ConfigOption(
+        "cmodule__unit_threshold",
+        _parse_count,
+        24,
+        "A graph with at least this many distinct node codes is compiled as several "
+        "units, each cached on its own and compiled in parallel, then linked: an edit "
+        "recompiles only the units it touches. 0: always one unit.",
     ),
     ConfigOption(
         "cache__max_size",

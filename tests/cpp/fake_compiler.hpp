@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,8 +47,14 @@ public:
     // Called in the middle of each compile (to change a file meanwhile).
     std::function<void()> during_compile;
 
-    // Every job compile() or compile_header() was given, in order.
+    // Every job compile(), compile_header(), compile_object() or link() was
+    // given, in order (units compile on several threads: see `mutex`).
     mutable std::vector<opweave::CompileJob> jobs;
+    // The mode of each job: "-shared", "-x c++-header", "-c" or "link".
+    mutable std::vector<std::string> modes;
+    // Fails every compile whose source contains this text.
+    std::string fail_with_source_text;
+    mutable std::mutex mutex;
 
     opweave::CompileResult compile(const opweave::CompileJob& job,
                                    opweave::BuildMonitor* /*monitor*/ = nullptr) const override {
@@ -56,10 +64,44 @@ public:
         const opweave::CompileJob& job, opweave::BuildMonitor* /*monitor*/ = nullptr) const override {
         return run(job, "-x c++-header");
     }
+    opweave::CompileResult compile_object(
+        const opweave::CompileJob& job, opweave::BuildMonitor* /*monitor*/ = nullptr) const override {
+        return run(job, "-c");
+    }
+    // Writes `output_content` followed by the content of every object.
+    opweave::CompileResult link(const opweave::CompileJob& job,
+                                const std::vector<std::filesystem::path>& objects,
+                                opweave::BuildMonitor* /*monitor*/ = nullptr) const override {
+        {
+            std::lock_guard<std::mutex> guard(mutex);
+            jobs.push_back(job);
+            modes.emplace_back("link");
+        }
+        std::ofstream out(job.output, std::ios::binary);
+        out << output_content;
+        std::vector<std::string> command = {m_identity.path, "-shared", "-o", job.output.string()};
+        for (const std::filesystem::path& object : objects) {
+            std::ifstream in(object, std::ios::binary);
+            if (!in) {
+                throw opweave::CompileError("fakecxx cannot read " + object.string(), command,
+                                            "", job.source, 1);
+            }
+            out << in.rdbuf();
+            command.push_back(object.string());
+        }
+        opweave::CompileResult result;
+        result.commands.push_back(std::move(command));
+        result.seconds = 0.01;
+        return result;
+    }
 
 private:
     opweave::CompileResult run(const opweave::CompileJob& job, const std::string& mode) const {
-        jobs.push_back(job);
+        {
+            std::lock_guard<std::mutex> guard(mutex);
+            jobs.push_back(job);
+            modes.push_back(mode);
+        }
         std::vector<std::string> command = {m_identity.path, mode};
         command.insert(command.end(), job.flags.begin(), job.flags.end());
         command.insert(command.end(), job.unkeyed_flags.begin(), job.unkeyed_flags.end());
@@ -67,6 +109,12 @@ private:
         bool fails = always_fail;
         for (const std::string& flag : job.unkeyed_flags) {
             fails = fails || (!fail_with_unkeyed_flag.empty() && flag == fail_with_unkeyed_flag);
+        }
+        if (!fail_with_source_text.empty()) {
+            std::ifstream in(job.source);
+            const std::string text((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+            fails = fails || text.find(fail_with_source_text) != std::string::npos;
         }
         if (fails) {
             throw opweave::CompileError("fakecxx failed with exit status 1 compiling " +

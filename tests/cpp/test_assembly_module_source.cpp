@@ -1,6 +1,7 @@
 // Unit tests of assemble_module: layout (definitions, members, step
-// functions, the step tables and run/init/cleanup), de-duplication, #line directives, the line map, the content key and
-// the validation of bad specs.
+// functions, the step tables and run/init/cleanup), de-duplication, #line
+// directives, the line map, the content key, compile units and the
+// validation of bad specs.
 #include "check.hpp"
 
 #include "opweave/hash.hpp"
@@ -203,4 +204,36 @@ OPWEAVE_TEST(bad_specs_are_rejected) {
     ModuleSpec negative = two_block_spec();
     negative.n_outputs = -1;
     CHECK_THROWS_AS(opweave::assemble_module(negative), std::invalid_argument);
+}
+
+OPWEAVE_TEST(units_are_laid_out_on_their_own_and_initialised_by_the_module) {
+    ModuleSpec spec = two_block_spec();
+    opweave::UnitSpec unit;
+    unit.headers = {"<math.h>"};
+    unit.support_code = {{"int helper() { return 1; }\n", 1}};
+    unit.definitions = {{{"int op_a_run() { return helper(); }\n", 1}}};
+    unit.init_code = {{"init_numpy();\n", 1}, {"init_numpy();\n", 1}};
+    spec.units = {unit, unit};
+    const opweave::AssembledModule module = opweave::assemble_module(spec);
+    CHECK_EQ(module.units.size(), 2u);
+    const opweave::AssembledUnit& laid = module.units[0];
+    // Equal units are equal texts with one init function name.
+    CHECK_EQ(laid.text, module.units[1].text);
+    CHECK(laid.text.find("#include <math.h>\n") != std::string::npos);
+    CHECK(laid.text.find("mine.h") == std::string::npos);
+    CHECK(laid.text.find("namespace opweave_code {") != std::string::npos);
+    CHECK(laid.text.find("int op_a_run() { return helper(); }") != std::string::npos);
+    CHECK(laid.text.find("PyObject* " + laid.init_function + "(void) {\n") != std::string::npos);
+    CHECK_EQ(count(laid.text, "init_numpy();"), 1u);
+    CHECK(laid.text.find("opweave_graph") == std::string::npos);
+    CHECK_EQ(laid.init_function.size(), std::string("opweave_unit_init_").size() + 16);
+    // The module shares the namespace, and runs the units' init first.
+    CHECK(module.text.find("namespace opweave_code {") != std::string::npos);
+    CHECK(module.text.find("using opweave_code::opweave_graph;") != std::string::npos);
+    CHECK(module.text.find("PyObject* " + laid.init_function + "(void);\n") != std::string::npos);
+    CHECK(module.text.find("PyObject* done = " + laid.init_function) <
+          module.text.find("init_numpy();"));
+    // Without units, the module is laid out as before.
+    spec.units.clear();
+    CHECK(opweave::assemble_module(spec).text.find("namespace {\n") != std::string::npos);
 }

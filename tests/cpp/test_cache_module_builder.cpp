@@ -2,8 +2,6 @@
 // (and the retry without it), libraries named after their content, and the
 // headers a build read (recorded, checked, and what a change does). A fake
 // compiler records jobs; two tests use the real compiler.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "call_answer.hpp"
 #include "check.hpp"
 #include "fake_compiler.hpp"
 #include "opweave/compiler.hpp"
@@ -22,6 +21,7 @@
 
 using namespace opweave;
 using opweave_test::FakeCompiler;
+using opweave_test::call_answer;
 using opweave_test::TempDir;
 using opweave_test::cache_options;
 namespace fs = std::filesystem;
@@ -76,17 +76,6 @@ std::string command_of(ModuleCache& cache, const std::string& key) {
     return entry ? entry->command : std::string();
 }
 
-int call_answer(const fs::path& library) {
-    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    CHECK(handle != nullptr);
-    if (handle == nullptr) {
-        return -1;
-    }
-    void* address = ::dlsym(handle, "opweave_answer");
-    const int answer = address != nullptr ? reinterpret_cast<int (*)()>(address)() : -1;
-    ::dlclose(handle);
-    return answer;
-}
 
 }  // namespace
 

@@ -1,8 +1,6 @@
 // Tests of precompiled preludes: which compilers support them, what their key
 // covers, building and finding an entry, damaged entries, and (with a real
 // GCC) that a module compiled with the prelude's flags really uses the .gch.
-#include <dlfcn.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "call_answer.hpp"
 #include "check.hpp"
 #include "fake_compiler.hpp"
 #include "opweave/compiler.hpp"
@@ -224,14 +223,5 @@ OPWEAVE_TEST(real_gcc_uses_the_prelude) {
     CHECK(contains(result.diagnostics, "! " + gch_of(prelude.dir).string()));
     CHECK(!contains(result.diagnostics, "invalid-pch"));
 
-    void* handle = ::dlopen(job.output.c_str(), RTLD_NOW | RTLD_LOCAL);
-    CHECK(handle != nullptr);
-    if (handle != nullptr) {
-        void* address = ::dlsym(handle, "opweave_answer");
-        CHECK(address != nullptr);
-        if (address != nullptr) {
-            CHECK_EQ(reinterpret_cast<int (*)()>(address)(), 42);
-        }
-        ::dlclose(handle);
-    }
+    CHECK_EQ(opweave_test::call_answer(job.output), 42);
 }

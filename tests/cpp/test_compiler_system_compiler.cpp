@@ -490,6 +490,32 @@ OPWEAVE_TEST(command_lines_with_launcher_are_two_steps) {
     CHECK_EQ(join(lines.at(1)), join(expected_link));
 }
 
+OPWEAVE_TEST(object_and_link_command_lines_of_units) {
+    TempDir dir;
+    const auto [cxx, launcher] = write_fake_tools(dir);
+    CompilerOptions options;
+    options.cxx = cxx;
+    options.launcher = launcher;
+    const SystemCompiler compiler(options);
+
+    CompileJob job;
+    job.source = "/src/unit.cpp";
+    job.output = "/out/unit.o";
+    job.flags = {"-std=c++17"};
+    job.include_dirs = {"/inc"};
+    job.libraries = {"m"};
+    // An object: through the launcher, no link inputs.
+    const Command expected_object = {launcher, cxx,        "-c",       "-fPIC",
+                                     "-fvisibility=hidden", "-O2", "-std=c++17", "-I/inc",
+                                     "-o",      "/out/unit.o", "/src/unit.cpp"};
+    CHECK_EQ(join(compiler.object_command_line(job)), join(expected_object));
+    // A link of several objects: no launcher, no source, the link inputs last.
+    job.output = "/out/mod.so";
+    const Command expected_link = {cxx,        "-shared", "-fPIC", "-std=c++17", "-o",
+                                   "/out/mod.so", "/a.o",    "/b.o",  "-lm"};
+    CHECK_EQ(join(compiler.link_command_line(job, {"/a.o", "/b.o"})), join(expected_link));
+}
+
 OPWEAVE_TEST(unkeyed_flags_go_to_the_compile_step_only) {
     TempDir dir;
     const auto [cxx, launcher] = write_fake_tools(dir);

@@ -99,8 +99,9 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
     (finding entries in the cache, lock waits, verification), ``compile``
     (compiler runs), ``load`` (imports) and ``other`` (the rest, so that the
     phases add up to ``total``); ``modules``: per compiled module, its cache
-    outcome and its own compile seconds; ``compiled`` and ``reused``: how
-    many modules were built here and found."""
+    outcome, its own compile seconds and, when it was built from compile
+    units, how many of them were compiled and how many found in the cache;
+    ``compiled`` and ``reused``: how many modules were built here and found."""
     parts = [fn] if hasattr(fn, "compile_seconds") else getattr(fn, "compiled_parts", [])
     profile: dict[str, Any] = {"graph": graph_seconds}
     for phase in _PHASES[1:]:
@@ -108,7 +109,12 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
     profile["other"] = max(total - sum(profile[p] for p in _PHASES), 0.0)
     profile["total"] = total
     profile["modules"] = [
-        {"outcome": part.cache_outcome, "compile": part.compile_seconds.get("compile", 0.0)}
+        {
+            "outcome": part.cache_outcome,
+            "compile": part.compile_seconds.get("compile", 0.0),
+            "units_compiled": sum(1 for o, _ in getattr(part, "compile_units", ()) if o != "hit"),
+            "units_reused": sum(1 for o, _ in getattr(part, "compile_units", ()) if o == "hit"),
+        }
         for part in parts
     ]
     profile["compiled"] = sum(1 for m in profile["modules"] if m["outcome"] != "hit")
@@ -138,7 +144,7 @@ def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
 
     fn = _core.Function(impl=run, unpack_single=single)
     fn.source, fn.library, fn.cache_outcome = inner.source, inner.library, inner.cache_outcome
-    fn.compile_seconds = inner.compile_seconds
+    fn.compile_seconds, fn.compile_units = inner.compile_seconds, inner.compile_units
     return fn
 
 

@@ -158,4 +158,5 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     fn.library = compiled.library
     fn.cache_outcome = compiled.outcome
     fn.compile_seconds = compiled.seconds or {}
+    fn.compile_units = compiled.units
     return fn

@@ -94,7 +94,7 @@ class Cells:
         self.roles: dict[str, list[str]] = {}  # struct name -> step functions used
         self.names: dict[str, str] = {}  # hook texts -> struct name
         self.types: dict[str, Any] = {}  # struct name -> (type, check_input)
-        self.definitions: list[list[Fragment]] = []
+        self.definitions: dict[str, list[Fragment]] = {}  # struct name -> its text
 
     def cell(self, variable: Any, check: bool, what: str, needs: tuple[str, ...] = ()) -> str:
         """The struct for ``variable``'s type code (checked or not), defined
@@ -116,7 +116,7 @@ class Cells:
                 None if text is None else self.fragment(text, f"{what} {hook}")
                 for hook, text in zip(_HOOKS, texts, strict=True)
             ]
-            self.definitions.append(self._define(name, *parts))
+            self.definitions[name] = self._define(name, *parts)
         return name
 
     def place(self, name: str, roles: tuple[str, ...]) -> int:

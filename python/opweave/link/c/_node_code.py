@@ -13,6 +13,7 @@ code becomes a struct::
         void cleanup();                  // c_cleanup_code_struct
         int run(cell_A& in0, ..., cell_Z& out0, ..., cell_P& params);
     };
+    int op_<hash>::run(...) { ... }      // out of line: it may go to a unit
 
 ``run`` copies each cell's C value into a local declared by the variable's
 type, runs ``c_code`` then ``c_code_cleanup``, and copies the outputs back.
@@ -58,6 +59,17 @@ class OpStruct(NamedTuple):
     stateful: bool  # has struct-level state: one instance per node
 
 
+class StructCode(NamedTuple):
+    """The text of an op struct, in the two parts a compile unit splits."""
+
+    struct: OpStruct
+    declaration: list[Fragment]  # the struct, run() declared
+    body: list[Fragment]  # run() defined
+    cells: list[str]  # the cell structs run() takes, in order
+    op: Any  # the op whose code it is
+    support_apply: Fragment  # the node's c_support_code_apply
+
+
 class NodeArgs(NamedTuple):
     """What a node's run() is given."""
 
@@ -85,7 +97,7 @@ class NodeStructs:
         self.counts: dict[str, int] = {}  # stateful struct -> instances in the graph
         self.functions: list[list[Fragment]] = []  # the step functions
         self.structs: dict[str, OpStruct] = {}  # key text -> struct
-        self.definitions: list[list[Fragment]] = []
+        self.codes: list[StructCode] = []  # one per struct, in order of first use
         self.support_apply: list[Fragment] = []
         self.init_apply: list[Fragment] = []
 
@@ -136,7 +148,9 @@ class NodeStructs:
         ]
         self.support_apply.append(parts[5])
         self.init_apply.append(parts[6])
-        self.definitions.append(self._define(found, args, parts))
+        declaration, body = self._define(found, args, parts)
+        used = [c for c in [*args.inputs, *args.outputs, args.params] if c is not None]
+        self.codes.append(StructCode(found, declaration, body, used, node.op, parts[5]))
         self.functions.append([(self._step_functions(found, args), -1)])
         return found
 
@@ -146,6 +160,41 @@ class NodeStructs:
         index = self.counts.get(struct.name, 0)
         self.counts[struct.name] = index + 1
         return index
+
+    def table_steps(
+        self, names: set[str]
+    ) -> tuple[list[list[Fragment]], dict[str, tuple[str, int]]]:
+        """Step functions for the stateless structs in ``names`` (those whose
+        run() is in a unit): one per run() signature, calling run() through
+        the table ``opweave_node_fns``, so that the module's own code does
+        not grow with them. Returns the table and the functions, and per
+        struct its step function and index in the table (the step's last
+        argument)."""
+        table: list[str] = []
+        shared: dict[str, str] = {}  # signature -> step function
+        functions: list[list[Fragment]] = []
+        calls: dict[str, tuple[str, int]] = {}
+        for code in self.codes:
+            if code.struct.name not in names or code.struct.stateful:
+                continue
+            signature = ", ".join(f"{cell}&" for cell in code.cells)
+            name = shared.get(signature)
+            if name is None:
+                name = shared[signature] = f"node_sig_{code_hash(signature)}"
+                n = len(code.cells)
+                values = ", ".join(f"g->{cell}_v[a[{k}]]" for k, cell in enumerate(code.cells))
+                body = (
+                    f"(void)v;\n(void)o;\ntypedef int (*run_fn)({signature});\n"
+                    f"return reinterpret_cast<run_fn>(opweave_node_fns[a[{n}]])({values});\n"
+                )
+                functions.append([(step_function(name, body), -1)])
+            calls[code.struct.name] = (name, len(table))
+            table.append(f"reinterpret_cast<opweave_any_fn>(&{code.struct.name}::run)")
+        head = (
+            "typedef int (*opweave_any_fn)(void);\n"
+            "static const opweave_any_fn opweave_node_fns[] = {\n" + ",\n".join(table) + "\n};\n"
+        )
+        return [[(head, -1)], *functions], calls
 
     def members(self) -> list[Fragment]:
         """The graph struct's arrays of per-node state."""
@@ -189,7 +238,10 @@ class NodeStructs:
             (f"{name} = {source}.V;\n", -1),
         ]
 
-    def _define(self, struct: OpStruct, args: NodeArgs, parts: list[Fragment]) -> list[Fragment]:
+    def _define(
+        self, struct: OpStruct, args: NodeArgs, parts: list[Fragment]
+    ) -> tuple[list[Fragment], list[Fragment]]:
+        """The struct with run() declared, and run()'s definition."""
         code, cleanup, members, init, release = parts[:5]
         params: list[str] = []
         locals_: list[Fragment] = []
@@ -210,12 +262,14 @@ class NodeStructs:
             signature.append(f"{cell}& __o{k}")
             body += self._local(cell, f"V_out{k}", f"__o{k}")
         static = "" if struct.stateful else "static "
-        head = f"{static}int run({', '.join([*signature, *params])}) {{\n"
-        out += [(head + "int __failure = 0;\n", -1), *body, *locals_, ("{\n", -1), code]
+        run = f"run({', '.join([*signature, *params])})"
+        out.append((f"{static}int {run};\n}};\n", -1))
+        head = f"int {struct.name}::{run} {{\nint __failure = 0;\n"
+        definition = [(head, -1), *body, *locals_, ("{\n", -1), code]
         copy_back = "".join(f"__o{k}.V = V_out{k};\n" for k in range(len(args.outputs)))
-        out += [
+        definition += [
             ("__label_1: ;\n", -1),
             cleanup,
-            (f"}}\n{copy_back}return __failure;\n}}\n}};\n", -1),
+            (f"}}\n{copy_back}return __failure;\n}}\n", -1),
         ]
-        return out
+        return out, definition

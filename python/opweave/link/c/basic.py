@@ -60,6 +60,8 @@ class CompiledGraph(NamedTuple):
     # "assembly" (laying out the module, its compile job and key), then
     # cmodule's "lookup", "compile" and "load".
     seconds: dict[str, float] | None = None
+    # When built from units: each unit's (outcome, compile seconds).
+    units: tuple[tuple[str, float], ...] = ()
 
 
 def _uniq(items: Sequence[str]) -> list[str]:
@@ -184,26 +186,27 @@ class CLinker:
         return _core.assemble_module(self.graph_spec(self.compiler()).spec)["text"]
 
     def compile(self) -> CompiledGraph:
-        """Builds (or finds in the cache) and imports the graph's module."""
+        """Builds (or finds in the cache) and imports the graph's module.
+
+        A large graph is compiled as several units (see
+        ``config.cmodule__unit_threshold``); if they fail to compile or
+        link, the graph is compiled again as one unit, whose errors name the
+        node, hook and line."""
         start = time.perf_counter()
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         hooks = time.perf_counter()
-        assembled = _core.assemble_module(graph.spec)
         job = self.compile_job(graph.objects, compiler)
-        request = cmodule.module_request(
-            assembled["text"],
-            job,
-            self.key_extra(graph.objects),
-            label=self.label(),
-            prelude=cmodule.prelude_request(graph.spec.get("headers", ()), job),
-        )
-        assembly = time.perf_counter()
         try:
-            compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)
+            compiled, assembly = self._load(graph, graph.spec, job, compiler)
         except CompileError as error:
-            raise _explained(error, assembled["line_map"], graph.origins) from None
-        seconds = {"hooks": hooks - start, "assembly": assembly - hooks, **(compiled.seconds or {})}
+            if graph.whole is None:
+                raise
+            _log.info(
+                "the units of %s did not compile (%s); compiling it whole", self.label(), error
+            )
+            compiled, assembly = self._load(graph, graph.whole, job, compiler)
+        seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
         return CompiledGraph(
             compiled.module,
             str(compiled.library),
@@ -213,7 +216,30 @@ class CLinker:
             graph.block_names,
             graph.output_blocks,
             seconds,
+            compiled.units,
         )
+
+    def _load(
+        self, graph: GraphSpec, spec: dict[str, Any], job: _core.CompileJob, compiler: Any
+    ) -> tuple[cmodule.CompiledModule, float]:
+        """The module of ``spec``, and the seconds its assembly took."""
+        start = time.perf_counter()
+        assembled = _core.assemble_module(spec)
+        request = cmodule.module_request(
+            assembled["text"],
+            job,
+            self.key_extra(graph.objects),
+            label=self.label(),
+            prelude=cmodule.prelude_request(spec.get("headers", ()), job),
+            units=[unit["text"] for unit in assembled["units"]],
+        )
+        assembly = time.perf_counter() - start
+        try:
+            return cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler), assembly
+        except CompileError as error:
+            if assembled["units"]:
+                raise
+            raise _explained(error, assembled["line_map"], graph.origins) from None
 
 
 def _explained(

@@ -68,7 +68,7 @@ wait_for_prelude_builds = _prelude.wait_for_prelude_builds
 
 _log = logging.getLogger("opweave")
 
-_caches: dict[tuple[str, float, int | None], _core.ModuleCache] = {}
+_caches: dict[tuple[str, float, int | None, int], _core.ModuleCache] = {}
 _compilers: dict[tuple[str, str], _core.SystemCompiler] = {}
 _private: list[_core.ModuleCache] = []  # the fallback cache, made on first need
 _loaded: dict[str, ModuleType] = {}  # imported modules, by library path
@@ -79,11 +79,18 @@ def get_module_cache() -> _core.ModuleCache:
 
     Raises CacheError when the root cannot be used (another user's, or
     writable by others)."""
-    settings = (config.compiledir, config.compile__timeout, config.cache__max_size)
+    settings = (
+        config.compiledir,
+        config.compile__timeout,
+        config.cache__max_size,
+        config.compile__jobs,
+    )
     cache = _caches.get(settings)
     if cache is None:
-        root, timeout, max_size = settings
-        cache = _core.ModuleCache(root, lock_timeout=timeout, max_total_bytes=max_size)
+        root, timeout, max_size, jobs = settings
+        cache = _core.ModuleCache(
+            root, lock_timeout=timeout, max_total_bytes=max_size, compile_jobs=jobs
+        )
         if not _caches:
             atexit.register(_flush_counters)
         _caches[settings] = cache
@@ -182,13 +189,19 @@ def module_request(
     extra: str | None = None,
     label: str = "",
     prelude: _core.PreludeRequest | None = None,
+    units: Sequence[str] = (),
 ) -> _core.ModuleRequest:
     """The description of one module for :func:`load_module`: its source,
     compile job (default :func:`extension_job`), key material beyond the job
-    (default the Python ABI), a label for listings and logs, and the
-    prelude it may be compiled with."""
+    (default the Python ABI), a label for listings and logs, the prelude it
+    may be compiled with, and the sources of more translation units, each
+    compiled (and cached) on its own and linked with it."""
     request = _core.ModuleRequest()
     request.source = source
+    request.units = [
+        _core.TranslationUnit(text, f"{label} (unit {k + 1}/{len(units)})")
+        for k, text in enumerate(units)
+    ]
     request.job = job if job is not None else extension_job()
     request.extra = extra if extra is not None else python_abi_key()
     request.label = label
@@ -209,6 +222,8 @@ class CompiledModule(NamedTuple):
     # Wall seconds: "lookup" (finding the entry, lock waits, verifying),
     # "compile" (the compiler run, when built here) and "load" (the import).
     seconds: dict[str, float] | None = None
+    # When built here from units: each unit's (outcome, compile seconds).
+    units: tuple[tuple[str, float], ...] = ()
 
 
 def load_extension(library: str | Path, name: str) -> ModuleType:
@@ -282,7 +297,10 @@ def _load_module(
         "compile": min(compiled, loading - start),
         "load": end - loading,
     }
-    return CompiledModule(module, built.library, built.source, built.outcome, built.key, seconds)
+    units = tuple((unit.outcome, unit.compile_seconds) for unit in built.units)
+    return CompiledModule(
+        module, built.library, built.source, built.outcome, built.key, seconds, units
+    )
 
 
 def _build(
@@ -322,11 +340,13 @@ def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
         else:
             _log.warning("cache directory %s %s", event.path, event.problem)
     if built.outcome == "built":
+        reused = sum(unit.outcome == "hit" for unit in built.units)
         _log.info(
-            "compiled module %s (%s) in %.2f s",
+            "compiled module %s (%s) in %.2f s%s",
             built.key[:12],
             request.label or "no label",
             built.compile_seconds,
+            f" from {len(built.units)} units ({reused} reused)" if built.units else "",
         )
 
 

@@ -28,6 +28,7 @@ from opweave.graph.fg import FunctionGraph
 from opweave.graph.utils import MethodNotDefined
 from opweave.link.c._cells import Cells
 from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs
+from opweave.link.c._units import ObjectCode, plan_units, unit_spec
 from opweave.link.c.hooks import as_code_list, call_hook, get_hook, has_hook
 from opweave.link.c.interface import CLinkerOp
 
@@ -47,6 +48,9 @@ class GraphSpec(NamedTuple):
     objects: list[Any]  # the ops and types, in order
     block_names: dict[int, str]  # run block id -> what it runs
     output_blocks: dict[int, int]  # run block id of an output -> its output position
+    # With units: the same module as one translation unit (what a failed
+    # compile of the units falls back to). Without: None.
+    whole: dict[str, Any] | None = None
 
 
 def fail_run(block: int) -> str:
@@ -313,29 +317,75 @@ class _Builder:
             seen.setdefault(id(node.op), node.op)
         return list(seen.values())
 
-    def module_code(self, objects: list[Any]) -> dict[str, Any]:
+    def object_code(self, obj: Any) -> ObjectCode:
+        """The headers, support code and init code of an op or type."""
         kw = {"c_compiler": self.compiler}
-        headers: list[str] = []
-        support: list[tuple[str, int]] = []
-        init: list[tuple[str, int]] = []
-        for obj in objects:
-            label = type(obj).__name__
-            headers.extend(call_hook(obj, "c_headers", default=[], **kw) or [])
-            for text in as_code_list(
-                call_hook(obj, "c_support_code", **kw), f"{label}.c_support_code"
-            ):
-                support.append(self.fragment(text, f"{label} c_support_code"))
-            for text in as_code_list(call_hook(obj, "c_init_code", **kw), f"{label}.c_init_code"):
-                init.append(self.fragment(text, f"{label} c_init_code"))
-        return {
-            "headers": [str(h) for h in headers],
-            "support_code": [*support, *self.nodes_code.support_apply],
-            "init_code": init,
+        label = type(obj).__name__
+        headers = call_hook(obj, "c_headers", default=[], **kw) or []
+        support = as_code_list(call_hook(obj, "c_support_code", **kw), f"{label}.c_support_code")
+        init = as_code_list(call_hook(obj, "c_init_code", **kw), f"{label}.c_init_code")
+        return ObjectCode(
+            [str(h) for h in headers],
+            [self.fragment(text, f"{label} c_support_code") for text in support],
+            [self.fragment(text, f"{label} c_init_code") for text in init],
+        )
+
+    @staticmethod
+    def table_step(
+        step: tuple[int, str, str, list[int]], calls: dict[str, tuple[str, int]]
+    ) -> tuple[int, str, str, list[int]]:
+        """``step``, calling its struct's run() through the table when
+        ``calls`` says so (see NodeStructs.table_steps)."""
+        ident, run, undo, args = step
+        call = calls.get(run[len("node_") :]) if run.startswith("node_") else None
+        return step if call is None else (ident, call[0], undo, [*args, call[1]])
+
+    def module_code(self, objects: list[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The module-level parts of the spec, and with units, those of the
+        same module as one translation unit."""
+        code = {id(obj): self.object_code(obj) for obj in objects}
+        structs = self.nodes_code.codes
+        spec = {
+            "headers": [h for part in code.values() for h in part.headers],
+            "support_code": [
+                *(s for part in code.values() for s in part.support),
+                *self.nodes_code.support_apply,
+            ],
+            "init_code": [i for part in code.values() for i in part.init],
             "init_code_apply": self.nodes_code.init_apply,
-            "definitions": [*self.cells.definitions, *self.nodes_code.definitions],
+            "definitions": [
+                *self.cells.definitions.values(),
+                *([*c.declaration, *c.body] for c in structs),
+            ],
             "members": [*self.cells.members(), *self.nodes_code.members()],
             "step_functions": [*self.cells.step_functions(), *self.nodes_code.functions],
         }
+        groups = plan_units(structs)
+        if not groups:
+            return spec, None
+        split = dict(spec)
+        split["definitions"] = [*self.cells.definitions.values(), *(c.declaration for c in structs)]
+        table, calls = self.nodes_code.table_steps({c.struct.name for g in groups for c in g})
+        split["step_functions"] = [
+            *self.cells.step_functions(),
+            *(
+                f
+                for c, f in zip(structs, self.nodes_code.functions, strict=True)
+                if c.struct.name not in calls
+            ),
+            *table,
+        ]
+        split["run_steps"] = [self.table_step(step, calls) for step in self.run_steps]
+        split["units"] = [
+            unit_spec(
+                group,
+                self.cells.definitions,
+                lambda cell: self.cells.types[cell][0],
+                lambda obj: code[id(obj)],
+            )
+            for group in groups
+        ]
+        return split, spec
 
     def check_c_support(self) -> None:
         for variable in self.variables:
@@ -372,17 +422,22 @@ class _Builder:
         for index, node in enumerate(self.nodes):
             self.add_node(index, node)
         objects = self.objects()
-        spec = self.module_code(objects)
-        spec.update(
-            origins=self.origins,
-            init_steps=self.init_steps,
-            run_steps=self.run_steps,
-            n_inputs=len(self.fgraph.inputs),
-            n_outputs=len(self.fgraph.outputs),
-            n_orphans=len(self.orphans),
-        )
+        spec, whole = self.module_code(objects)
+        spec.setdefault("run_steps", self.run_steps)
+        common = {
+            "origins": self.origins,
+            "init_steps": self.init_steps,
+            "n_inputs": len(self.fgraph.inputs),
+            "n_outputs": len(self.fgraph.outputs),
+            "n_orphans": len(self.orphans),
+        }
+        spec.update(common)
+        if whole is not None:
+            whole.update(common, run_steps=self.run_steps)
         origins = [o[0] for o in self.origins]
-        return GraphSpec(spec, self.orphans, origins, objects, self.block_names, self.output_blocks)
+        return GraphSpec(
+            spec, self.orphans, origins, objects, self.block_names, self.output_blocks, whole
+        )
 
 
 def build_spec(

@@ -1,0 +1,87 @@
+"""Compile units: how a large graph's node code is split into translation
+units that are compiled (and cached) on their own, in parallel, and linked.
+
+The op structs (:mod:`._node_code`), in order of first use, are cut into
+groups by their content: a group ends after a struct whose hash is a
+multiple of ``_AVERAGE`` (content-defined chunking, as backup tools split
+files), with at least ``_MIN`` and at most ``_MAX`` structs. A cut depends
+only on the structs before it, so an edit changes the unit it falls in (and
+at most the next), never the units before it; units after it come back as
+soon as the cut points line up again.
+
+Each unit holds what its structs need and nothing else: the headers,
+support code and init code of their ops and of their cells' types, the
+cell structs they take, and each struct with its run() defined. The module
+itself declares the structs (their run() is in the units), so that a unit's
+text does not depend on the rest of the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from opweave.configparser import config
+from opweave.link.c._cells import Fragment
+from opweave.link.c._node_code import StructCode
+
+__all__ = ["ObjectCode", "plan_units", "unit_spec"]
+
+# Measured on kchainA200/kchainB200 (benchmarks/bench_scaling.py, 2 cores):
+# each unit costs about 40 ms of compiler start-up, so fewer, larger units
+# make a cold compile faster, and smaller ones make an edit cheaper.
+_AVERAGE = 16
+_MIN = 12
+_MAX = 20
+
+
+class ObjectCode(NamedTuple):
+    """The module-level code of one op or type."""
+
+    headers: list[str]
+    support: list[Fragment]
+    init: list[Fragment]
+
+
+def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
+    """The groups of ``codes`` that go to units, or none when the graph has
+    fewer distinct node codes than ``config.cmodule__unit_threshold``."""
+    threshold = config.cmodule__unit_threshold
+    if threshold == 0 or len(codes) < threshold:
+        return []
+    groups: list[list[StructCode]] = []
+    current: list[StructCode] = []
+    for code in codes:
+        current.append(code)
+        cut = int(code.struct.name.rsplit("_", 1)[-1], 16) % _AVERAGE == 0
+        if len(current) >= _MAX or (cut and len(current) >= _MIN):
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
+
+
+def unit_spec(
+    group: Sequence[StructCode],
+    cell_definitions: dict[str, list[Fragment]],
+    cell_type: Callable[[str], Any],
+    object_code: Callable[[Any], ObjectCode],
+) -> dict[str, Any]:
+    """The spec of the unit holding ``group`` (see ``UnitSpec`` in
+    include/opweave/module_source.hpp)."""
+    cells = list(dict.fromkeys(cell for code in group for cell in code.cells))
+    objects = list({id(o): o for o in [*map(cell_type, cells), *(c.op for c in group)]}.values())
+    parts = [object_code(obj) for obj in objects]
+    return {
+        "headers": [h for part in parts for h in part.headers],
+        "support_code": [
+            *(s for part in parts for s in part.support),
+            *(code.support_apply for code in group),
+        ],
+        "definitions": [
+            *(cell_definitions[cell] for cell in cells),
+            *([*code.declaration, *code.body] for code in group),
+        ],
+        "init_code": [i for part in parts for i in part.init],
+    }

@@ -1,0 +1,167 @@
+// Tests of modules built from units (ModuleRequest::units): each unit is a
+// cache entry compiled once, only missing units are compiled, units are
+// linked with the module's own source, a unit gone or damaged is rebuilt,
+// a failing unit fails the build with its source kept; and one real build
+// that links three objects and calls across them.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "call_answer.hpp"
+#include "check.hpp"
+#include "fake_compiler.hpp"
+#include "opweave/compiler.hpp"
+#include "opweave/errors.hpp"
+#include "opweave/module_builder.hpp"
+#include "opweave/module_cache.hpp"
+#include "temp_dir.hpp"
+
+using namespace opweave;
+using opweave_test::FakeCompiler;
+using opweave_test::TempDir;
+using opweave_test::cache_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+ModuleRequest request_with_units(const std::vector<std::string>& units) {
+    ModuleRequest request;
+    request.source = "main";
+    request.extra = "abi";
+    request.label = "Units";
+    for (const std::string& unit : units) {
+        request.units.push_back({unit, "unit " + unit});
+    }
+    return request;
+}
+
+std::size_t count(const std::vector<std::string>& modes, const std::string& mode) {
+    return static_cast<std::size_t>(std::count(modes.begin(), modes.end(), mode));
+}
+
+std::string read(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+OPWEAVE_TEST(units_are_compiled_once_each_and_linked_with_the_source) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler;
+    const BuiltModule built = build_module(cache, compiler, request_with_units({"u0", "u1"}));
+    CHECK(built.outcome == Outcome::built);
+    CHECK_EQ(count(compiler.modes, "-c"), 3u);  // the source and two units
+    CHECK_EQ(count(compiler.modes, "link"), 1u);
+    CHECK_EQ(count(compiler.modes, "-shared"), 0u);
+    CHECK_EQ(built.units.size(), 2u);
+    for (const BuiltUnit& unit : built.units) {
+        CHECK(unit.outcome == Outcome::built);
+        const std::optional<Entry> entry = cache.lookup(unit.key);
+        CHECK(entry.has_value() && entry->kind == "unit");
+    }
+    // The library is the link of three objects (the fake writes its output
+    // then each object's content).
+    CHECK_EQ(read(built.library), std::string("fake output") + "fake output" + "fake output" +
+                                      "fake output");
+    // Only the module's own file, library and metadata are published.
+    CHECK(!fs::exists(built.dir / "module.o"));
+    CHECK(fs::exists(built.source));
+    CHECK_EQ(unit_key(TranslationUnit{"u0", ""}, compiler, CompileJob{}, "abi"),
+             built.units[0].key);
+
+    // The same module again is a hit; nothing is compiled.
+    compiler.modes.clear();
+    CHECK(build_module(cache, compiler, request_with_units({"u0", "u1"})).outcome ==
+          Outcome::hit);
+    CHECK(compiler.modes.empty());
+}
+
+OPWEAVE_TEST(an_edit_compiles_only_the_changed_unit_and_the_source) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler;
+    build_module(cache, compiler, request_with_units({"u0", "u1", "u2"}));
+    compiler.modes.clear();
+    compiler.jobs.clear();
+    ModuleRequest edited = request_with_units({"u0", "u1", "u2-edited"});
+    edited.source = "main edited";
+    const BuiltModule built = build_module(cache, compiler, edited);
+    CHECK(built.outcome == Outcome::built);
+    CHECK_EQ(count(compiler.modes, "-c"), 2u);
+    CHECK_EQ(count(compiler.modes, "link"), 1u);
+    CHECK(built.units[0].outcome == Outcome::hit);
+    CHECK(built.units[1].outcome == Outcome::hit);
+    CHECK(built.units[2].outcome == Outcome::built);
+    // A unit repeated in one request is compiled and linked once.
+    compiler.modes.clear();
+    const BuiltModule twice = build_module(cache, compiler, request_with_units({"u3", "u3"}));
+    CHECK_EQ(count(compiler.modes, "-c"), 2u);
+    CHECK_EQ(twice.units.size(), 1u);
+}
+
+OPWEAVE_TEST(a_unit_evicted_or_damaged_before_a_build_is_rebuilt) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler;
+    const BuiltModule first = build_module(cache, compiler, request_with_units({"u0", "u1"}));
+    CHECK(cache.evict(first.units[0].key));
+    // Damage the other unit's object (same size, other bytes).
+    const fs::path object = cache.entry_dir(first.units[1].key) / "unit.o";
+    fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+    std::ofstream(object, std::ios::binary | std::ios::trunc) << "FAKE OUTPUT";
+    ModuleRequest other = request_with_units({"u0", "u1"});
+    other.source = "main 2";
+    const BuiltModule built = build_module(cache, compiler, other);
+    CHECK(built.outcome == Outcome::built);
+    CHECK(built.units[0].outcome == Outcome::built);
+    CHECK(built.units[1].outcome == Outcome::built);
+    CHECK(std::any_of(built.events.begin(), built.events.end(), [](const CacheEvent& event) {
+        return event.kind == CacheEvent::Kind::quarantined;
+    }));
+    CHECK_EQ(read(built.library).find("FAKE"), std::string::npos);
+}
+
+OPWEAVE_TEST(a_failing_unit_fails_the_build_and_keeps_its_source) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler;
+    compiler.fail_with_source_text = "broken";
+    const ModuleRequest request = request_with_units({"u0", "broken unit"});
+    bool thrown = false;
+    try {
+        build_module(cache, compiler, request);
+    } catch (const CompileError& error) {
+        thrown = true;
+        const std::string key = unit_key(request.units[1], compiler, request.job, "abi");
+        CHECK_EQ(error.source(), cache.root() / "v2" / "failed" / (key + ".cpp"));
+        CHECK_EQ(read(error.source()), std::string("broken unit"));
+    }
+    CHECK(thrown);
+    CHECK_EQ(cache.stats().entries <= 2u, true);  // the good unit, at most; no module
+    for (const Entry& entry : cache.list()) {
+        CHECK(entry.kind == "unit");
+    }
+}
+
+OPWEAVE_TEST(real_units_link_into_one_library_that_calls_across_them) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    const SystemCompiler compiler;
+    ModuleRequest request;
+    request.source =
+        "int twice(int);\nint support();\n"
+        "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
+        "    return twice(20) + support();\n"
+        "}\n";
+    // Both units define support(), as repeated support code does: the
+    // link keeps one (-z muldefs).
+    request.units.push_back({"int support() { return 2; }\nint twice(int x) { return 2 * x; }\n",
+                             "twice"});
+    request.units.push_back({"int support() { return 2; }\n", "support"});
+    const BuiltModule built = build_module(cache, compiler, request);
+    CHECK_EQ(opweave_test::call_answer(built.library), 42);
+}

@@ -1,0 +1,189 @@
+"""Compile units (opweave/link/c/_units.py, build_module with units): a graph
+with many distinct node codes is compiled as several units, each a cache
+entry of its own, compiled in parallel and linked; an edit recompiles only
+the units it touches. Results, state, params, ExternalCOp files and errors
+are as with one unit."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.layout_ops import AddScaled, Counter, Increment, values
+
+import opweave
+from opweave.compile.function import function
+from opweave.compile.mode import Mode
+from opweave.errors import CompileError
+from opweave.graph.basic import Apply
+from opweave.graph.fg import FunctionGraph
+from opweave.link.c import cmodule
+from opweave.link.c.basic import CLinker
+from opweave.link.c.op import COp
+from opweave.tensor import dvector
+
+
+def mixed_graph(n_codes: int):
+    """Distinct codes (AddScaled(k)), two stateful nodes, params nodes and an
+    ExternalCOp node, in one chain."""
+    from opweave.examples.external_vector_times_vector import VectorTimesVector
+    from opweave.examples.quadratic import Quadratic
+
+    x, y = dvector("x"), dvector("y")
+    out = x
+    for k in range(n_codes):
+        out = AddScaled(0.25 * (k % 7) + 0.5 + k * 1e-3)(out, y)
+        if k == n_codes // 3:
+            out = Counter()(Increment()(out))
+        if k == n_codes // 2:
+            out = VectorTimesVector()(Quadratic(0.0, 1.0, float(k))(out), y)
+    return [x, y], [Counter()(out), out]
+
+
+def unit_spec_of(inputs, outputs) -> dict:
+    return CLinker().accept(FunctionGraph(inputs, outputs)).graph_spec().spec
+
+
+def test_a_graph_in_units_matches_one_unit() -> None:
+    # Counter has no perform: one unit is the reference here, and the kchain
+    # tests below compare with perform.
+    inputs, outputs = mixed_graph(40)
+    args = [values(6), values(6, seed=1)]
+    with opweave.config.change_flags(cmodule__unit_threshold=8):
+        assert len(unit_spec_of(inputs, outputs)["units"]) >= 2
+        in_units = function(inputs, outputs)
+        profile = in_units.compile_profile
+    with opweave.config.change_flags(cmodule__unit_threshold=0):
+        assert "units" not in unit_spec_of(inputs, outputs)
+        whole = function(inputs, outputs)
+    assert profile["modules"][0]["units_compiled"] >= 2
+    previous = None
+    for _ in range(3):  # the counters keep their state per node, call after call
+        got, want = in_units(*args), whole(*args)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+        if previous is not None:
+            assert not np.allclose(got[0], previous)
+        previous = got[0]
+    assert in_units.library != whole.library
+
+
+def test_units_hold_the_node_code_and_the_module_only_declares_it() -> None:
+    inputs, outputs = mixed_graph(40)
+    with opweave.config.change_flags(cmodule__unit_threshold=8):
+        linker = CLinker().accept(FunctionGraph(inputs, outputs))
+        graph = linker.graph_spec()
+    from opweave import _core
+
+    assembled = _core.assemble_module(graph.spec)
+    bodies = [
+        re.findall(r"^int (op_[0-9a-f]+)::run\(", u["text"], re.M) for u in assembled["units"]
+    ]
+    defined = [name for names in bodies for name in names]
+    declared = re.findall(r"^struct (op_[0-9a-f]+) \{", assembled["text"], re.M)
+    assert len(defined) == len(set(defined)) == len(declared)  # each body in one unit
+    assert set(defined) == set(declared)
+    assert "::run(" not in assembled["text"].split("struct opweave_graph {")[0].split("};")[-1]
+    assert not re.search(r"^int op_[0-9a-f]+::run\(", assembled["text"], re.M)
+    # A unit holds no graph: its text does not depend on the rest of the graph.
+    assert all("opweave_graph" not in u["text"] for u in assembled["units"])
+    # Its ExternalCOp code keeps the #line of its file.
+    assert any('.c"' in u["text"] and "#line" in u["text"] for u in assembled["units"])
+
+
+def counting_compiler(tmp_path: Path) -> tuple[str, Path]:
+    """A compiler wrapper that logs each run's arguments, then runs the
+    configured compiler."""
+    log = tmp_path / "runs.log"
+    wrapper = tmp_path / "counting-cxx"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {opweave.config.cxx} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return str(wrapper), log
+
+
+def runs(log: Path) -> tuple[int, int]:
+    """(compiles, links) logged since the last call."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.write_text("")
+    compiles = sum(" -c " in f" {line} " for line in lines)
+    links = sum(line.startswith("-shared") for line in lines)
+    return compiles, links
+
+
+def kchain(ks):
+    x, y = dvector("x"), dvector("y")
+    out = x
+    for k in ks:
+        out = AddScaled(float(k))(out, y)
+    return [x, y], [out]
+
+
+def test_an_edit_recompiles_only_the_units_it_touches(tmp_path: Path) -> None:
+    cxx, log = counting_compiler(tmp_path)
+    args = [values(4), values(4, seed=3)]
+    flags = {"cxx": cxx, "cmodule__precompiled_header": False, "cmodule__unit_threshold": 8}
+    with opweave.config.change_flags(**flags):
+        first = function(*kchain(range(1, 41)))
+        cold_compiles, cold_links = runs(log)
+        units = first.compile_profile["modules"][0]["units_compiled"]
+        assert units >= 2
+        assert (cold_compiles, cold_links) == (units + 1, 1)  # the units and the module
+        edited = function(*kchain([*range(1, 40), 99]))
+        compiles, links = runs(log)
+        profile = edited.compile_profile["modules"][0]
+        assert links == 1
+        assert compiles == profile["units_compiled"] + 1 <= 3
+        assert profile["units_reused"] >= units - 2
+        # The same graph again is a hit: nothing runs.
+        function(*kchain([*range(1, 40), 99]))
+        assert runs(log) == (0, 0)
+    want = function(*kchain([*range(1, 40), 99]), mode=Mode(linker="py"))(*args)
+    np.testing.assert_allclose(edited(*args), want, rtol=1e-12)
+
+
+def test_a_unit_evicted_from_the_cache_is_rebuilt() -> None:
+    with opweave.config.change_flags(cmodule__unit_threshold=8):
+        function(*kchain(range(1, 30)))
+        cache = cmodule.get_module_cache()
+        units = [entry for entry in cache.list() if entry.kind == "unit"]
+        assert len(units) >= 2
+        for entry in units:
+            assert cache.evict(entry.key)
+        other = function(*kchain([*range(1, 29), 77]))
+        assert other.compile_profile["modules"][0]["units_reused"] == 0
+    args = [values(3), values(3, seed=5)]
+    want = function(*kchain([*range(1, 29), 77]), mode=Mode(linker="py"))(*args)
+    np.testing.assert_allclose(other(*args), want, rtol=1e-12)
+
+
+def test_a_compile_error_in_a_unit_still_names_the_node_and_line() -> None:
+    class Broken(COp):
+        __props__ = ()
+
+        def make_node(self, x, y):
+            return Apply(self, [x, y], [x.type()])
+
+        def c_code(self, node, name, inp, out, sub):
+            return "int fine = 1;\nthis is not C;\n"
+
+    inputs, outputs = kchain(range(1, 30))
+    out = Broken()(outputs[0], inputs[1])
+    with opweave.config.change_flags(cmodule__unit_threshold=8):
+        with pytest.raises(CompileError) as raised:
+            function(inputs, [AddScaled(5.0)(out, inputs[1])])
+    assert "node 29 (Broken" in raised.value.summary
+    assert "c_code, line 2 of its code" in raised.value.summary
+
+
+def test_compile_jobs_reaches_the_cache() -> None:
+    with opweave.config.change_flags(compile__jobs=1, cmodule__unit_threshold=8):
+        assert cmodule.get_module_cache().compile_jobs == 1
+        f = function(*kchain(range(1, 30)))
+    args = [values(2), values(2, seed=7)]
+    want = function(*kchain(range(1, 30)), mode=Mode(linker="py"))(*args)
+    np.testing.assert_allclose(f(*args), want, rtol=1e-12)
+    assert os.cpu_count()
