@@ -7,6 +7,8 @@ and every log record of the ``opweave`` logger (INFO and up).
 GRAPH is ``vtv:N`` (a chain of N VectorTimesVector ops; two graphs with
 different N are different modules), ``scaled:K`` (one op multiplying by the
 constant K written into its C code: a small module of its own for each K),
+``units:N`` (a chain of N ``scaled`` ops, K = 1..N: N distinct codes, in
+compile units when N reaches ``cmodule__unit_threshold``),
 ``header:DIR`` (an op whose C code uses the macro OPW_VALUE from
 ``opw_value.h`` found through DIR), or ``slow`` (a VectorTimesVector whose
 compile the test slows down with its own compiler). MODE is an opweave mode
@@ -106,6 +108,11 @@ def build(graph: str) -> tuple[Any, list[Any], Any, Any]:
         return [x, y], out, values, values[0] * values[1] ** int(arg)
     if kind == "scaled":
         return [x], Scaled(int(arg))(x), values[:1], values[0] * int(arg)
+    if kind == "units":
+        out = x
+        for k in range(1, int(arg) + 1):
+            out = Scaled(k)(out)
+        return [x], out, values[:1], values[0] * float(np.prod(np.arange(1.0, int(arg) + 1)))
     if kind == "header":
         return [x], HeaderValue(arg)(x), values[:1], None
     if kind == "slow":

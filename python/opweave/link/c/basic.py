@@ -182,8 +182,10 @@ class CLinker:
         return build_spec(self.fgraph, compiler, self.numbers)
 
     def get_src_code(self) -> str:
-        """The C++ source of the bound graph's module."""
-        return _core.assemble_module(self.graph_spec(self.compiler()).spec)["text"]
+        """The C++ source of the bound graph's module, as one translation
+        unit (a large graph is compiled in units, but reads as one)."""
+        graph = self.graph_spec(self.compiler())
+        return _core.assemble_module(graph.whole or graph.spec)["text"]
 
     def compile(self) -> CompiledGraph:
         """Builds (or finds in the cache) and imports the graph's module.

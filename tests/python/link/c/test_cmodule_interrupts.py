@@ -34,8 +34,8 @@ class SlowCompiler:
     """A g++ wrapper that sleeps before compiling; `running()` lists the pids
     of its sleeps still alive."""
 
-    def __init__(self, directory: Path) -> None:
-        self.marker = f"{SLOW_SECONDS}.{uuid.uuid4().int % 10**6:06d}"
+    def __init__(self, directory: Path, seconds: int = SLOW_SECONDS) -> None:
+        self.marker = f"{seconds}.{uuid.uuid4().int % 10**6:06d}"
         self.path = directory / "slowcxx"
         self.path.write_text(
             "#!/bin/sh\n"

@@ -187,3 +187,13 @@ def test_compile_jobs_reaches_the_cache() -> None:
     want = function(*kchain(range(1, 30)), mode=Mode(linker="py"))(*args)
     np.testing.assert_allclose(f(*args), want, rtol=1e-12)
     assert os.cpu_count()
+
+
+def test_get_src_code_shows_a_graph_in_units_as_one_text() -> None:
+    inputs, outputs = kchain(range(1, 30))
+    with opweave.config.change_flags(cmodule__unit_threshold=8):
+        text = CLinker().accept(FunctionGraph(inputs, outputs)).get_src_code()
+    declared = re.findall(r"^struct (op_[0-9a-f]+) \{", text, re.M)
+    defined = re.findall(r"^int (op_[0-9a-f]+)::run\(", text, re.M)
+    assert len(declared) == 29
+    assert sorted(declared) == sorted(defined)

@@ -1,0 +1,77 @@
+"""Compile units with real processes and signals: Ctrl-C while units
+compile in parallel stops every compiler and publishes no module, and the
+machine-wide limit on compilers (compile__jobs) holds across processes that
+share a cache."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from support.helpers import run_graph
+
+from opweave import _core
+
+from .test_cmodule_interrupts import (
+    SlowCompiler,
+    locks_are_free,
+    no_module_published,
+    signal,
+    start,
+)
+
+pytestmark = pytest.mark.slow
+
+UNITS = ("cmodule__unit_threshold=8", "cmodule__precompiled_header=false")
+
+
+def test_ctrl_c_while_units_compile_in_parallel(isolated_cache: Path, tmp_path: Path) -> None:
+    slow = SlowCompiler(tmp_path)
+    worker = start(isolated_cache, slow.path, *UNITS, "compile__jobs=2", graph="units:30")
+    try:
+        slow.wait_until_running(2)  # two compilers at once: units in parallel
+        sent = time.monotonic()
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=30)
+        took = time.monotonic() - sent
+        _, err = worker.communicate()
+        assert worker.returncode == -signal.SIGINT, err
+        assert "KeyboardInterrupt" in err
+        assert took < 1.5, f"took {took:.2f} s"
+        slow.wait_until_gone(timeout=2)
+    finally:
+        for pid in slow.running():
+            os.kill(pid, signal.SIGKILL)
+    assert locks_are_free(isolated_cache)
+    assert no_module_published(isolated_cache)
+
+
+def test_compile_jobs_limits_compilers_across_processes(
+    isolated_cache: Path, tmp_path: Path
+) -> None:
+    slow = SlowCompiler(tmp_path, seconds=1)
+    flags = (*UNITS, "compile__jobs=1")
+    workers = [
+        start(isolated_cache, slow.path, *flags, graph=graph) for graph in ("units:24", "units:25")
+    ]
+    most = 0
+    while any(w.poll() is None for w in workers):
+        most = max(most, len(slow.running()))
+        time.sleep(0.05)
+    for worker in workers:
+        out, err = worker.communicate()
+        assert worker.returncode == 0, err
+    assert most == 1
+    entries = _core.ModuleCache(str(isolated_cache)).list()
+    assert sum(e.kind == "module" for e in entries) == 2
+    # The graphs share their first nodes, so their first units: one entry
+    # each, compiled by one process while the other waited for its lock.
+    units = [e for e in entries if e.kind == "unit"]
+    assert 2 <= len(units) < 2 * 2
+    # Both graphs give the right results from the cache.
+    for graph in ("units:24", "units:25"):
+        settings = ",".join([f"cxx={slow.path}", *flags])
+        report = run_graph(isolated_cache, graph, env={"OPWEAVE_FLAGS": settings})
+        assert report["right"] and report["outcomes"] == ["hit"]
