@@ -61,7 +61,7 @@ def test_compile_jobs_limits_compilers_across_processes(
         most = max(most, len(slow.running()))
         time.sleep(0.05)
     for worker in workers:
-        out, err = worker.communicate()
+        _, err = worker.communicate()
         assert worker.returncode == 0, err
     assert most == 1
     entries = _core.ModuleCache(str(isolated_cache)).list()
