@@ -13,6 +13,7 @@
 
 #include "opweave/build_monitor.hpp"
 #include "opweave/file_lock.hpp"
+#include "opweave/module_cache.hpp"
 
 namespace opweave::cache {
 
@@ -27,6 +28,10 @@ public:
     // the wait passes BuildMonitor::k_report_wait_seconds.
     CompileSlot(const std::filesystem::path& root, int jobs, double timeout,
                 BuildMonitor* monitor);
+    // A slot of `cache`: its compile_jobs, waiting at most its lock timeout.
+    CompileSlot(const ModuleCache& cache, BuildMonitor* monitor)
+        : CompileSlot(cache.root(), cache.options().compile_jobs,
+                      cache.options().lock_timeout_seconds, monitor) {}
     ~CompileSlot();
     CompileSlot(const CompileSlot&) = delete;
     CompileSlot& operator=(const CompileSlot&) = delete;

@@ -173,6 +173,11 @@ std::string key_of(std::string_view source, const Compiler& compiler, const Comp
     return hasher.hex_digest();
 }
 
+std::string unit_key_of(const TranslationUnit& unit, const Compiler& compiler,
+                        const CompileJob& keyed, std::string_view extra) {
+    return key_of(unit.source, compiler, keyed, extra, "unit");
+}
+
 // One compile of a build: `source` written as `names.source` in the
 // staging directory, compiled to `names.output` (a library or an object),
 // with the prelude when there is one.
@@ -220,8 +225,7 @@ public:
         util::write_file_atomic(staged.source, source);
         const std::int64_t start = cache::filesystem_now_ns();
         const CompileStep step = [&](const CompileJob& run) {
-            const cache::CompileSlot slot(m_cache.root(), m_cache.options().compile_jobs,
-                                          m_cache.options().lock_timeout_seconds, monitor);
+            const cache::CompileSlot slot(m_cache, monitor);
             return product == Product::library ? m_compiler.compile(run, monitor)
                                                : m_compiler.compile_object(run, monitor);
         };
@@ -307,6 +311,11 @@ public:
         return {key, unit.label, found.outcome, found.entry.compile_seconds};
     }
 
+    // The build of a module linked from its source and units (see below).
+    BuildRecord linked(const std::string& key, const std::vector<std::string>& unit_keys,
+                       const std::filesystem::path& staging, BuildMonitor* monitor,
+                       std::vector<CacheEvent>& events, std::vector<BuiltUnit>& built_units) const;
+
 private:
     ModuleCache& m_cache;
     const Compiler& m_compiler;
@@ -322,39 +331,38 @@ std::filesystem::path unit_object(const std::filesystem::path& staging, std::siz
 
 // The build of a module linked from its source and units: everything
 // missing is compiled in parallel, then linked.
-BuildRecord build_linked(const Builder& builder, ModuleCache& cache, const Compiler& compiler,
-                         const ModuleRequest& request, const std::string& key,
-                         const std::vector<std::string>& unit_keys,
-                         const std::filesystem::path& staging, BuildMonitor* monitor,
-                         std::vector<CacheEvent>& events, std::vector<BuiltUnit>& built_units) {
+BuildRecord Builder::linked(const std::string& key, const std::vector<std::string>& unit_keys,
+                            const std::filesystem::path& staging, BuildMonitor* monitor,
+                            std::vector<CacheEvent>& events,
+                            std::vector<BuiltUnit>& built_units) const {
     const auto start = std::chrono::steady_clock::now();
-    const std::filesystem::path entry_dir = cache.entry_dir(key);
-    const std::optional<Entry> prelude = builder.prelude(monitor, events);
+    const std::filesystem::path entry_dir = m_cache.entry_dir(key);
+    const std::optional<Entry> usable = prelude(monitor, events);
     StagedCompile main;
     // Each unit's object is copied into the staging directory as soon as
     // it is found or built, so that an eviction meanwhile cannot lose it.
-    std::vector<std::optional<CacheResult>> found(request.units.size());
-    std::vector<std::optional<BuiltUnit>> staged(request.units.size());
+    std::vector<std::optional<CacheResult>> found(m_request.units.size());
+    std::vector<std::optional<BuiltUnit>> staged(m_request.units.size());
     std::vector<util::Task> tasks;
     tasks.emplace_back([&](BuildMonitor* task_monitor) {
-        main = builder.compile(key, request.source, staging, entry_dir,
-                               {k_source_name, k_staged_object, k_depfile_name}, Product::object,
-                               prelude, task_monitor);
+        main = compile(key, m_request.source, staging, entry_dir,
+                       {k_source_name, k_staged_object, k_depfile_name}, Product::object, usable,
+                       task_monitor);
     });
     std::set<std::string> seen;
-    for (std::size_t i = 0; i < request.units.size(); ++i) {
+    for (std::size_t i = 0; i < m_request.units.size(); ++i) {
         if (seen.insert(unit_keys[i]).second) {
             tasks.emplace_back([&, i](BuildMonitor* task_monitor) {
-                found[i] = builder.unit(request.units[i], unit_keys[i], prelude, task_monitor);
-                staged[i] = builder.stage_unit(i, unit_keys[i], *found[i], unit_object(staging, i),
-                                               prelude, task_monitor);
+                found[i] = unit(m_request.units[i], unit_keys[i], usable, task_monitor);
+                staged[i] = stage_unit(i, unit_keys[i], *found[i], unit_object(staging, i),
+                                       usable, task_monitor);
             });
         }
     }
-    util::run_parallel(tasks, cache::compile_jobs(cache.options().compile_jobs), monitor);
+    util::run_parallel(tasks, cache::compile_jobs(m_cache.options().compile_jobs), monitor);
 
     std::vector<std::filesystem::path> objects = {staging / k_staged_object};
-    for (std::size_t i = 0; i < request.units.size(); ++i) {
+    for (std::size_t i = 0; i < m_request.units.size(); ++i) {
         if (staged[i]) {  // else a duplicate of an earlier unit
             objects.push_back(unit_object(staging, i));
             built_units.push_back(*staged[i]);
@@ -362,28 +370,28 @@ BuildRecord build_linked(const Builder& builder, ModuleCache& cache, const Compi
             cache::merge_headers(main.headers, found[i]->entry.headers);
         }
     }
-    CompileJob link = builder.job();
+    CompileJob link = m_job;
     link.output = staging / k_staged_library;
     link.flags.emplace_back("-Wl,-z,muldefs");
-    CompileResult linked;
+    CompileResult linking;
     try {
-        const cache::CompileSlot slot(cache.root(), cache.options().compile_jobs,
-                                      cache.options().lock_timeout_seconds, monitor);
-        linked = compiler.link(link, objects, monitor);
+        const cache::CompileSlot slot(m_cache, monitor);
+        linking = m_compiler.link(link, objects, monitor);
     } catch (const CompileError& error) {
-        rethrow_with_kept_source(cache, key, request.source, error,
+        rethrow_with_kept_source(m_cache, key, m_request.source, error,
                                  {staging / k_source_name, entry_dir / k_source_name});
     }
     for (const std::filesystem::path& object : objects) {
         std::filesystem::remove(object);
     }
     name_library_after_content(staging);
-    main.result.commands.insert(main.result.commands.end(), linked.commands.begin(),
-                                linked.commands.end());
-    BuildRecord record = builder.record("module", request.label, main, staging, entry_dir);
-    record.compile_seconds = Seconds(std::chrono::steady_clock::now() - start).count();
-    return record;
+    main.result.commands.insert(main.result.commands.end(), linking.commands.begin(),
+                                linking.commands.end());
+    BuildRecord built = record("module", m_request.label, main, staging, entry_dir);
+    built.compile_seconds = Seconds(std::chrono::steady_clock::now() - start).count();
+    return built;
 }
+
 
 }  // namespace
 
@@ -399,7 +407,7 @@ std::string module_key(std::string_view source, const Compiler& compiler, const 
 
 std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
                      const CompileJob& job, std::string_view extra) {
-    return key_of(unit.source, compiler, cache::absolute_dirs(job), extra, "unit");
+    return unit_key_of(unit, compiler, cache::absolute_dirs(job), extra);
 }
 
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
@@ -407,7 +415,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     const Builder builder(cache, compiler, request);
     std::vector<std::string> unit_keys;
     for (const TranslationUnit& unit : request.units) {
-        unit_keys.push_back(key_of(unit.source, compiler, builder.job(), request.extra, "unit"));
+        unit_keys.push_back(unit_key_of(unit, compiler, builder.job(), request.extra));
     }
     const std::string key =
         request.units.empty()
@@ -418,8 +426,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     std::vector<BuiltUnit> built_units;
     const BuildFn build = [&](const std::filesystem::path& staging) {
         if (!request.units.empty()) {
-            return build_linked(builder, cache, compiler, request, key, unit_keys, staging,
-                                monitor, build_events, built_units);
+            return builder.linked(key, unit_keys, staging, monitor, build_events, built_units);
         }
         const std::optional<Entry> prelude = builder.prelude(monitor, build_events);
         const StagedCompile compiled =

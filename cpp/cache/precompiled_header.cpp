@@ -127,8 +127,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         const std::int64_t start = cache::filesystem_now_ns();
         CompileResult result;
         {
-            const cache::CompileSlot slot(cache.root(), cache.options().compile_jobs,
-                                          cache.options().lock_timeout_seconds, monitor);
+            const cache::CompileSlot slot(cache, monitor);
             result = compiler.compile_header(staged, monitor);
         }
         std::error_code missing;
