@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <set>
 
 #include "cache/build_support.hpp"
@@ -99,22 +100,61 @@ void name_library_after_content(const std::filesystem::path& staging) {
     std::filesystem::rename(staged, named);
 }
 
-// The prelude the module may use: its entry, or nothing (and `monitor` is
-// told when it could have used one that is not built yet).
-std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler,
-                                    const ModuleRequest& request, const CompileJob& job,
-                                    BuildMonitor* monitor, std::vector<CacheEvent>& events) {
+// The key of the prelude the module may use, if any.
+std::optional<std::string> usable_prelude_key(const Compiler& compiler,
+                                              const ModuleRequest& request,
+                                              const CompileJob& job) {
     if (!request.prelude || !supports_prelude(compiler)) {
         return std::nullopt;
     }
-    const std::string key =
-        prelude_key(compiler, job, request.prelude->header_text, request.prelude->extra);
-    std::optional<Entry> entry = find_prelude(cache, key, &events);
+    return prelude_key(compiler, job, request.prelude->header_text, request.prelude->extra);
+}
+
+// `entry` (a prelude's, or nothing) as found; `monitor` is told when the
+// module could have used a prelude that is not built yet (or was damaged).
+std::optional<Entry> reported_prelude(std::optional<Entry> entry, const ModuleRequest& request,
+                                      BuildMonitor* monitor) {
     if (!entry && monitor != nullptr) {
         monitor->prelude_missing(request);
     }
     return entry;
 }
+
+// The prelude the module may use: its entry, verified, or nothing.
+std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler,
+                                    const ModuleRequest& request, const CompileJob& job,
+                                    BuildMonitor* monitor, std::vector<CacheEvent>& events) {
+    const std::optional<std::string> key = usable_prelude_key(compiler, request, job);
+    if (!key) {
+        return std::nullopt;
+    }
+    return reported_prelude(find_prelude(cache, *key, &events), request, monitor);
+}
+
+// The verification of a prelude on a thread of its own. A precompiled
+// header is tens of MB, and hashing it is a tenth of a small module's
+// compile, so a build compiles with a prelude it found on disk while the
+// prelude is verified, and keeps that compile only once it is (see
+// Builder::library). The destructor waits for the thread.
+class PreludeCheck {
+public:
+    PreludeCheck(ModuleCache& cache, std::string key)
+        : m_verified(std::async(std::launch::async, [this, &cache, key = std::move(key)] {
+              return find_prelude(cache, key, &m_events);
+          })) {}
+
+    // The prelude's entry once verified, or nothing when it is damaged
+    // (then quarantined) or gone; what the lookup found goes to `events`.
+    std::optional<Entry> get(std::vector<CacheEvent>& events) {
+        std::optional<Entry> entry = m_verified.get();
+        events.insert(events.end(), m_events.begin(), m_events.end());
+        return entry;
+    }
+
+private:
+    std::vector<CacheEvent> m_events;  // written by the thread until get()
+    std::future<std::optional<Entry>> m_verified;
+};
 
 // Keeps the source of a failed compile where the user can open it, and
 // points the error's message and diagnostics at that copy.
@@ -190,6 +230,7 @@ struct StagedNames {
 struct StagedCompile {
     CompileResult result;
     std::vector<HeaderRecord> headers;
+    bool used_prelude = false;  // the compile that succeeded included it
 };
 
 class Builder {
@@ -237,7 +278,8 @@ public:
                                      {staged.source, entry_dir / names.source});
         }
         compiled.headers = cache::compiled_headers(m_cache, m_request, staged, start);
-        if (prelude && staged.unkeyed_flags != kept) {
+        compiled.used_prelude = prelude && staged.unkeyed_flags != kept;
+        if (compiled.used_prelude) {
             // What the precompiled header read, the source read too.
             cache::merge_headers(compiled.headers, prelude->headers);
         }
@@ -255,6 +297,44 @@ public:
         record.compile_seconds = compiled.result.seconds;
         record.headers = compiled.headers;
         return record;
+    }
+
+    // Compiles the module's one source into a library, with the prelude
+    // when there is one. A prelude found on disk is verified while the
+    // source compiles with it; if it turns out damaged, that compile is
+    // thrown away and the source compiled again without it.
+    StagedCompile library(const std::string& key, const std::filesystem::path& staging,
+                          const std::filesystem::path& entry_dir, BuildMonitor* monitor,
+                          std::vector<CacheEvent>& events) const {
+        const StagedNames names = {k_source_name, k_staged_library, k_depfile_name};
+        const std::optional<std::string> prelude_key =
+            usable_prelude_key(m_compiler, m_request, m_job);
+        Entry found;
+        if (prelude_key) {
+            found.dir = m_cache.entry_dir(*prelude_key);
+        }
+        std::error_code absent;
+        if (!prelude_key ||
+            !std::filesystem::is_regular_file(
+                found.dir / k_prelude_gch_name, absent)) {
+            return compile(key, m_request.source, staging, entry_dir, names, Product::library,
+                           prelude(monitor, events), monitor);
+        }
+        PreludeCheck check(m_cache, *prelude_key);
+        StagedCompile compiled = compile(key, m_request.source, staging, entry_dir, names,
+                                         Product::library, found, monitor);
+        const std::optional<Entry> verified =
+            reported_prelude(check.get(events), m_request, monitor);
+        if (!verified) {
+            return compiled.used_prelude
+                       ? compile(key, m_request.source, staging, entry_dir, names,
+                                 Product::library, std::nullopt, monitor)
+                       : compiled;
+        }
+        if (compiled.used_prelude) {
+            cache::merge_headers(compiled.headers, verified->headers);
+        }
+        return compiled;
     }
 
     // The unit's entry, compiled (as an object) on a miss.
@@ -428,11 +508,8 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
         if (!request.units.empty()) {
             return builder.linked(key, unit_keys, staging, monitor, build_events, built_units);
         }
-        const std::optional<Entry> prelude = builder.prelude(monitor, build_events);
         const StagedCompile compiled =
-            builder.compile(key, request.source, staging, entry_dir,
-                            {k_source_name, k_staged_library, k_depfile_name}, Product::library,
-                            prelude, monitor);
+            builder.library(key, staging, entry_dir, monitor, build_events);
         name_library_after_content(staging);
         return builder.record("module", request.label, compiled, staging, entry_dir);
     };

@@ -27,7 +27,6 @@ namespace opweave {
 
 namespace {
 
-constexpr const char* k_gch_suffix = ".gch";
 constexpr const char* k_depfile_name = "opweave_prelude.d";
 
 bool contains(std::string_view text, std::string_view part) {
@@ -99,7 +98,7 @@ std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
                                   std::vector<CacheEvent>* events) {
     // A prelude is optional: never wait for one (holding a module's lock).
     std::optional<Entry> entry = cache.lookup(key, events, nullptr, Blocking::no);
-    if (entry && entry->file_ending(std::string(k_prelude_header_name) + k_gch_suffix).empty()) {
+    if (entry && entry->file_ending(k_prelude_gch_name).empty()) {
         return std::nullopt;  // not a prelude
     }
     return entry;
@@ -121,7 +120,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         staged.lib_dirs.clear();
         staged.libraries.clear();
         staged.source = staging / k_prelude_header_name;
-        staged.output = staging / (std::string(k_prelude_header_name) + k_gch_suffix);
+        staged.output = staging / k_prelude_gch_name;
         staged.depfile = staging / k_depfile_name;
         util::write_file_atomic(staged.source, header_text);
         const std::int64_t start = cache::filesystem_now_ns();

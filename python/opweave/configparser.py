@@ -58,6 +58,15 @@ def _parse_float_dtype(text: str) -> str:
     return value
 
 
+def _parse_linker(text: str) -> str:
+    value = text.strip()
+    if value in ("", "auto"):
+        return "auto"
+    if not value.replace("-", "").replace(".", "").isalnum():
+        raise ValueError(f"expected auto, default or a linker name (gold, lld, bfd), got {text!r}")
+    return value
+
+
 def parse_size(text: str) -> int:
     """Bytes in a size such as ``500M``, ``2G``, ``1.5GiB`` or ``4096`` (K, M
     and G are powers of 1024). Raises ValueError for anything else."""
@@ -176,6 +185,15 @@ _OPTIONS = (
         str,
         "",
         "Extra flags for every generated module, space-separated (e.g. '-march=native').",
+    ),
+    ConfigOption(
+        "cmodule__linker",
+        _parse_linker,
+        "auto",
+        "The linker of generated modules: auto (gold for GCC when ld.gold is on the "
+        "PATH, else the compiler's default), default, or a name given to -fuse-ld= "
+        "(gold, lld, bfd, mold). Flags that choose a linker already win. Part of the "
+        "cache key.",
     ),
     ConfigOption(
         "cmodule__remove_gxx_opt",

@@ -221,6 +221,52 @@ OPWEAVE_TEST(genuine_failure_is_reported_from_the_compile_without_the_prelude) {
     CHECK_EQ(compiler.jobs.size(), 1u);
 }
 
+OPWEAVE_TEST(prelude_damaged_on_disk_is_verified_during_the_compile_and_not_trusted) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    RecordingMonitor monitor;
+    const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
+    const fs::path gch = prelude.entry.dir / k_prelude_gch_name;
+    const std::uintmax_t size = fs::file_size(gch);
+    write_file(gch, std::string(size, 'x'));  // the same size, other bytes
+    compiler.jobs.clear();
+
+    const BuiltModule built = build_module(cache, compiler, request_for("int x;", true), &monitor);
+    CHECK(built.outcome == Outcome::built);
+    // Compiled with the prelude while it was verified, then without it.
+    CHECK_EQ(compiler.jobs.size(), 2u);
+    CHECK(has_word(compiler.jobs.at(0).unkeyed_flags, "-include"));
+    CHECK(compiler.jobs.at(1).unkeyed_flags == std::vector<std::string>{source_flag(built.dir)});
+    CHECK(!contains(command_of(cache, built.key), "-include"));
+    CHECK_EQ(monitor.missing, 1);  // so that it is built again
+    CHECK(!fs::exists(prelude.entry.dir));
+    const auto quarantined = std::count_if(built.events.begin(), built.events.end(),
+                                           [](const CacheEvent& event) {
+                                               return event.kind == CacheEvent::Kind::quarantined;
+                                           });
+    CHECK_EQ(quarantined, 1);
+}
+
+OPWEAVE_TEST(module_compiled_with_a_prelude_records_the_prelude_headers) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    fs::create_directories(dir / "ops");
+    write_file(dir / "ops" / "op.h", "#define X 1\n");
+    settle();
+    FakeCompiler compiler(k_gcc_version);
+    compiler.dependencies = {(dir / "ops" / "op.h").string()};
+    build_prelude(cache, compiler, request_for("", true));
+    compiler.dependencies.clear();
+
+    const BuiltModule built = build_module(cache, compiler, request_for("int x;", true));
+    CHECK(has_word(compiler.jobs.back().unkeyed_flags, "-include"));
+    const std::optional<Entry> entry = cache.lookup(built.key);
+    CHECK(entry.has_value());
+    CHECK_EQ(entry->headers.size(), 1u);
+    CHECK_EQ(entry->headers.at(0).path, (dir / "ops" / "op.h").string());
+}
+
 OPWEAVE_TEST(headers_are_recorded_except_covered_and_cache_ones) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));

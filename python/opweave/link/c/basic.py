@@ -22,6 +22,7 @@ from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
+from opweave.link.c._linker import linker_flags
 from opweave.link.c.hooks import call_hook
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.c.sanitize import sanitizer_flags
@@ -121,7 +122,7 @@ class CLinker:
         """The compile job: default flags, the ops' and types' flags,
         directories and libraries, then ``config.gcc__cxxflags``, minus every
         ``c_no_compile_args``; with ``config.cmodule__sanitize``, the
-        sanitizer flags."""
+        sanitizer flags; then the linker's (``config.cmodule__linker``)."""
         kw = {"c_compiler": compiler}
 
         def collect(hook: str) -> list[str]:
@@ -138,6 +139,7 @@ class CLinker:
         ]
         removed = set(collect("c_no_compile_args"))
         flags = [flag for flag in flags if flag not in removed]
+        flags += linker_flags(compiler, flags)
         debug = config.cmodule__remove_gxx_opt
         return cmodule.extension_job(
             include_dirs=[*collect("c_header_dirs"), np.get_include()],

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 from typing import Any
 
 from opweave.configparser import config, parse_sanitize
@@ -49,6 +48,8 @@ def sanitizer_flags(compiler: Any, sanitize: str | None = None) -> list[str]:
 @functools.cache
 def _file_of(compiler_path: str, name: str) -> str:
     """``<compiler> -print-file-name=<name>``, checked to exist."""
+    import subprocess  # here: every compile imports this module, few need it
+
     try:
         found = subprocess.run(
             [compiler_path, f"-print-file-name={name}"],
