@@ -81,12 +81,15 @@ bool is_blank(std::string_view text) {
     return text.find_first_not_of(k_whitespace) == std::string_view::npos;
 }
 
+// The options are named as opweave.config names them (`cxx`, `cxx_launcher`);
+// C++ callers set the fields of CompilerOptions (`cxx`, `launcher`).
 constexpr const char* k_compiler_hint =
     " Set the `cxx` option or $CXX to a compiler on PATH or to its full path "
-    "(a launcher goes first, as in CXX=\"ccache g++\", or in the `launcher` option).";
+    "(a launcher goes first, as in CXX=\"ccache g++\", or in the `cxx_launcher` option; "
+    "CompilerOptions::launcher in C++).";
 constexpr const char* k_launcher_hint =
-    " Install it, set the `launcher` option to its full path, or leave the option empty "
-    "to compile without a launcher.";
+    " Install it, set the `cxx_launcher` option (CompilerOptions::launcher in C++) to its "
+    "full path, or leave the option empty to compile without a launcher.";
 
 // Resolves one program word. `role` ("C++ compiler", "launcher"), `origin`
 // ("the cxx option '...'", "$CXX='...'") and `how` (what to do about it) only
@@ -220,7 +223,7 @@ std::vector<std::string> resolve_launcher(std::string_view launcher) {
     if (words.empty()) {
         return words;
     }
-    const std::string origin = "the launcher option '" + std::string(launcher) + "'";
+    const std::string origin = "the cxx_launcher option '" + std::string(launcher) + "'";
     words.front() = require_executable(words.front(), "launcher", origin, k_launcher_hint).string();
     return words;
 }

@@ -32,6 +32,22 @@ std::string describe(const T& value) {
     return out.str();
 }
 
+// CHECK_EQ's comparison. Taking the values as arguments is what keeps them
+// alive: a temporary in `actual` or `expected` (such as the optional that
+// *read_file(path) reads through) lives until the end of the full-expression
+// that calls this function, so the references are valid for the whole check,
+// and nothing is copied. (A `const auto&` local bound to such an expression
+// dangles as soon as its statement ends.)
+template <typename A, typename E>
+void check_eq(const A& actual, const E& expected, const char* file, int line,
+              const char* text) {
+    if (!(actual == expected)) {
+        record_failure(file, line,
+                       std::string(text) + ": got " + describe(actual) + ", expected " +
+                           describe(expected));
+    }
+}
+
 }  // namespace opweave_test
 
 #define OPWEAVE_TEST(name)                                                        \
@@ -46,20 +62,9 @@ std::string describe(const T& value) {
         }                                                                             \
     } while (0)
 
-// The values are copied: `actual` may be (a part of) a temporary, such as
-// *read_file(path), that dies at the end of its full-expression.
-#define CHECK_EQ(actual, expected)                                                       \
-    do {                                                                                 \
-        const auto opweave_a = (actual);                                                 \
-        const auto opweave_e = (expected);                                               \
-        if (!(opweave_a == opweave_e)) {                                                 \
-            ::opweave_test::record_failure(                                              \
-                __FILE__, __LINE__,                                                      \
-                "CHECK_EQ(" #actual ", " #expected "): got " +                           \
-                    ::opweave_test::describe(opweave_a) + ", expected " +                \
-                    ::opweave_test::describe(opweave_e));                                \
-        }                                                                                \
-    } while (0)
+#define CHECK_EQ(actual, expected)                                     \
+    ::opweave_test::check_eq((actual), (expected), __FILE__, __LINE__, \
+                             "CHECK_EQ(" #actual ", " #expected ")")
 
 #define CHECK_THROWS_AS(expression, exception_type)                                     \
     do {                                                                                \

@@ -306,6 +306,16 @@ OPWEAVE_TEST(find_compiler_bogus_names_throw_helpful_errors) {
     {
         EnvOverride cxx("CXX", std::string("opweave-no-such-launcher g++"));
         CHECK_THROWS_AS(find_compiler(""), opweave::Error);
+        try {
+            (void)find_compiler("");
+            CHECK(false);
+        } catch (const opweave::Error& e) {
+            // The hint names the options as opweave.config spells them.
+            const std::string message = e.what();
+            CHECK(contains(message, "opweave-no-such-launcher"));
+            CHECK(contains(message, "`cxx_launcher` option"));
+            CHECK(!contains(message, "`launcher` option"));
+        }
     }
 }
 
@@ -393,6 +403,16 @@ OPWEAVE_TEST(launcher_from_option_and_from_cxx) {
     CompilerOptions missing = plain_options;
     missing.launcher = "opweave-no-such-launcher";
     CHECK_THROWS_AS(SystemCompiler{missing}, opweave::Error);
+    try {
+        const SystemCompiler never(missing);
+        CHECK(false);
+    } catch (const opweave::Error& e) {
+        const std::string message = e.what();
+        CHECK(contains(message, "the cxx_launcher option 'opweave-no-such-launcher'"));
+        CHECK(contains(message, "`cxx_launcher` option"));
+        CHECK(contains(message, "CompilerOptions::launcher"));
+        CHECK(!contains(message, "`launcher` option"));
+    }
 }
 
 OPWEAVE_TEST(constructor_fails_when_version_query_fails) {

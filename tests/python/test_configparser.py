@@ -61,10 +61,13 @@ def test_an_escaped_comma_stays_in_the_value() -> None:
 
 
 def test_an_unescaped_comma_in_a_value_warns_but_imports(tmp_path) -> None:
+    import os
     import subprocess
     import sys
 
     env = {"OPWEAVE_FLAGS": "cmodule__sanitize=address,undefined", "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # e.g. the developer build's tree
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     code = "import opweave; print(repr(opweave.config.cmodule__sanitize))"
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
