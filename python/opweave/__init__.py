@@ -21,6 +21,7 @@ __all__ = [
     "Mode",
     "Op",
     "OpweaveError",
+    "Out",
     "Type",
     "Variable",
     "__version__",
@@ -28,6 +29,7 @@ __all__ = [
     "function",
     "get_cmake_dir",
     "get_include",
+    "shared",
 ]
 
 __version__ = "0.1.0"
@@ -39,6 +41,8 @@ _SUBPACKAGES = ("compile", "gof", "graph", "link", "scalar", "tensor")
 _LAZY = {
     "function": "opweave.compile",
     "Mode": "opweave.compile",
+    "Out": "opweave.compile.io",
+    "shared": "opweave.compile.sharedvalue",
     "Op": "opweave.graph.op",
     "Apply": "opweave.graph.basic",
     "Constant": "opweave.graph.basic",

@@ -67,6 +67,39 @@ def _parse_linker(text: str) -> str:
     return value
 
 
+# The names opweave.compile.mode knows (checked by a test; listed here
+# because the configuration is parsed before that module can be imported).
+MODE_NAMES = (
+    "C",
+    "c",
+    "FAST_RUN",
+    "py",
+    "PY",
+    "FAST_COMPILE",
+    "c|py",
+    "CVM",
+    "cvm",
+    "C_VM",
+    "vm",
+    "DebugMode",
+    "DEBUG_MODE",
+)
+
+
+def _parse_mode(text: str) -> str:
+    value = text.strip()
+    if value not in MODE_NAMES:
+        raise ValueError(f"unknown mode {text!r}; expected one of {', '.join(MODE_NAMES)}")
+    return value
+
+
+def _parse_unused_input(text: str) -> str:
+    value = text.strip()
+    if value not in ("raise", "warn", "ignore"):
+        raise ValueError(f"expected raise, warn or ignore, got {text!r}")
+    return value
+
+
 def parse_size(text: str) -> int:
     """Bytes in a size such as ``500M``, ``2G``, ``1.5GiB`` or ``4096`` (K, M
     and G are powers of 1024). Raises ValueError for anything else."""
@@ -202,6 +235,14 @@ _OPTIONS = (
         "Compile generated modules with -O0 -g instead of -O3, for debugging them in GDB.",
     ),
     ConfigOption(
+        "cmodule__debug",
+        _parse_bool,
+        False,
+        "Define DEBUG in generated modules (-DDEBUG), and give each EnumType a C "
+        "function <prefix>_enum_to_string_<cname>(value, char* out) that writes a "
+        "constant's name (for messages while debugging). Part of the cache key.",
+    ),
+    ConfigOption(
         "cmodule__precompiled_header",
         _parse_bool,
         True,
@@ -225,6 +266,21 @@ _OPTIONS = (
         True,
         "Generated C code checks its inputs (types' c_extract checks and the "
         "dtype_<name> typedefs). Ops may override it with a check_input attribute.",
+    ),
+    ConfigOption(
+        "mode",
+        _parse_mode,
+        "FAST_RUN",
+        "The mode of opweave.function when none is given: FAST_RUN or C (one compiled "
+        "module per graph; nodes without C code then run in Python), c|py (CVM), py "
+        "(FAST_COMPILE) or DebugMode.",
+    ),
+    ConfigOption(
+        "on_unused_input",
+        _parse_unused_input,
+        "raise",
+        "What opweave.function does with an input no output or update uses: raise "
+        "(an UnusedInputError), warn or ignore.",
     ),
     ConfigOption(
         "floatX",

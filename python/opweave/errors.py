@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["BuildInterrupted", "CacheError", "CompileError", "LockTimeout", "OpweaveError"]
+__all__ = [
+    "BuildInterrupted",
+    "CacheError",
+    "CompileError",
+    "LockTimeout",
+    "MissingGXX",
+    "OpweaveError",
+]
 
 _MAX_SHOWN_DIAGNOSTIC_LINES = 12
 _ERROR_LINE = re.compile(r"(?:^|:\s*)(?:fatal )?error\b", re.IGNORECASE)
@@ -106,3 +113,8 @@ class CompileError(OpweaveError):
         if self.command:
             parts.append("command: " + " ".join(self.command))
         return "\n".join(parts)
+
+
+class MissingGXX(OpweaveError):
+    """No C++ compiler is configured (``config.cxx`` is empty), so C code
+    cannot be compiled. PyTensor's name for it."""

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from opweave.compile.function import Function, function
+from opweave.compile.io import Out
 from opweave.compile.mode import Mode, get_mode
+from opweave.compile.sharedvalue import SharedVariable, shared
 
 _OPS = (
     "DeepCopyOp",
@@ -18,7 +20,17 @@ _OPS = (
     "view_op",
 )
 
-__all__ = ["DebugMode", "Function", "Mode", "function", "get_mode", *_OPS]
+__all__ = [
+    "DebugMode",
+    "Function",
+    "Mode",
+    "Out",
+    "SharedVariable",
+    "function",
+    "get_mode",
+    "shared",
+    *_OPS,
+]
 
 
 def __getattr__(name: str) -> Any:

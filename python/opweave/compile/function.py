@@ -15,13 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from opweave import _core
+from opweave.compile._function_args import function_args
+from opweave.compile._stateful import FunctionRecipe, stateful_function
 from opweave.compile.mode import Mode, get_mode
 from opweave.compile.rewrite import prepare
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding, compiled_function
 
-__all__ = ["Function", "compile_profile", "describe_profile", "function"]
+__all__ = ["Function", "compile_profile", "describe_profile", "function", "graph_function"]
 
 _log = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ Function = _core.Function
 
 def function(
     inputs: Sequence[Variable],
-    outputs: Variable | Sequence[Variable],
+    outputs: Any,
     mode: str | Mode | None = None,
     name: str | None = None,
     trust_input: bool = False,
@@ -38,32 +40,46 @@ def function(
     updates: Any = None,
     givens: Any = None,
     on_unused_input: str | None = None,
+    **kwargs: Any,
 ) -> Any:
     """Compiles the graph from ``inputs`` to ``outputs`` into a callable.
 
-    A single output variable gives a function returning a value; a list of
-    outputs gives a function returning a list. In C mode (the default) the
-    whole graph is one compiled module, built once and cached on disk.
+    A single output (a variable or an :class:`~opweave.compile.io.Out`)
+    gives a function returning a value; a list of outputs gives a function
+    returning a list. In C mode (the default) the whole graph is one
+    compiled module, built once and cached on disk; with the default mode,
+    a graph with nodes that have no C code runs them in Python (``c|py``).
     ``trust_input=True`` turns off the conversion of inexact inputs.
+
+    Shared variables the graph reads are inputs of the module, passed
+    their current values; ``updates`` (pairs, or a dict, of a shared
+    variable and its new value) are written back after a successful call.
+    ``givens`` replaces variables of the graph by others.
+    ``on_unused_input``: ``"raise"`` (default: ``config.on_unused_input``),
+    ``"warn"`` or ``"ignore"`` an input no output or update uses. A
+    function pickles; unpickling compiles it again (a cache hit when its
+    module is in the cache).
     """
     start = time.perf_counter()
-    if updates or givens:
-        raise NotImplementedError("opweave.function does not support updates or givens yet")
-    if isinstance(inputs, Variable) or not isinstance(inputs, (list, tuple)):
-        raise TypeError("inputs must be a list of variables")
-    single = isinstance(outputs, Variable)
-    output_list = [outputs] if single else list(outputs)  # type: ignore[arg-type]
+    if kwargs:
+        raise TypeError(f"function() got unexpected arguments: {', '.join(kwargs)}")
+    args = function_args(inputs, outputs, updates, givens, on_unused_input)
     chosen = get_mode(mode)
-    fgraph = FunctionGraph(list(inputs), output_list)
+    fgraph = FunctionGraph(
+        [*args.inputs, *args.shared], [*args.outputs, *(e for _, e in args.updates)]
+    )
+    if mode is None and chosen.linker == "c" and not _all_in_c(fgraph):
+        chosen = Mode("c|py", chosen.optimizer)  # as PyTensor's default mode would
+    stateful = bool(args.shared)
+    single = args.single and not stateful
     # DebugMode runs nodes like the per-node linker, and folds like it.
     linker = "c|py" if chosen.linker == "debug" else chosen.linker
     prepared = prepare(fgraph, linker, chosen.folds_constants)
-    if any(a is not b for a, b in zip(prepared.outputs, output_list, strict=True)):
-        fgraph = FunctionGraph(list(inputs), prepared.outputs)
+    if any(a is not b for a, b in zip(prepared.outputs, fgraph.outputs, strict=True)):
+        fgraph = FunctionGraph(list(fgraph.inputs), prepared.outputs)
     graph_seconds = time.perf_counter() - start
-    bound = InputBinding(
-        fgraph.inputs, f"function {name!r}" if name else "function", allow_input_downcast
-    )
+    label = f"function {name!r}" if name else "function"
+    bound = InputBinding(fgraph.inputs, label, allow_input_downcast)
     if chosen.linker == "debug":
         from opweave.compile.debugmode import debug_function
 
@@ -76,17 +92,35 @@ def function(
         fn = _copying_function(inner, single, prepared.copy_in_python)
     else:
         fn = _compiled_function(fgraph, bound, single)
+    if stateful:
+        fn.trust_input = trust_input
+        explicit = InputBinding(args.inputs, label, allow_input_downcast)
+        fn = stateful_function(fn, explicit, args)
     fn.compile_profile = compile_profile(fn, graph_seconds, time.perf_counter() - start)
     if fn.compile_profile["compiled"]:  # a hit stays quiet
-        label = f"function {name!r}" if name else "function"
         _log.info("%s ready in %s", label, describe_profile(fn.compile_profile))
     fn.trust_input = trust_input
     fn.name = name
     fn.fgraph = fgraph
-    fn.inputs = fgraph.inputs
-    fn.outputs = output_list
+    fn.inputs = args.inputs
+    fn.outputs = args.outputs
     fn.mode = chosen
+    fn.recipe = FunctionRecipe(
+        args.inputs,
+        args.outputs[0] if args.single else args.outputs,
+        chosen if mode is not None else None,
+        name,
+        trust_input,
+        allow_input_downcast,
+        args.updates,
+    )
     return fn
+
+
+def _all_in_c(fgraph: FunctionGraph) -> bool:
+    from opweave.link.c.opwise import can_run_in_c
+
+    return all(can_run_in_c(node) for node in fgraph.apply_nodes)
 
 
 _PHASES = ("graph", "hooks", "assembly", "lookup", "compile", "load")
@@ -176,6 +210,16 @@ def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, lin
     # region's module), None for a node that runs perform.
     fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
     return fn
+
+
+def graph_function(fgraph: FunctionGraph, linker: str, label: str) -> Any:
+    """``fgraph`` as a Function of its input values returning the list of
+    its outputs, linked by ``linker`` (``"c"``, ``"c|py"`` or ``"py"``) with
+    no rewrite: what the linkers' ``make_thunk`` run."""
+    bound = InputBinding(fgraph.inputs, label)
+    if linker == "c":
+        return _compiled_function(fgraph, bound, single=False)
+    return _node_function(fgraph, bound, False, linker)
 
 
 def _compiled_function(fgraph: FunctionGraph, bound: InputBinding, single: bool) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Mode", "get_mode"]
+__all__ = ["Mode", "get_mode", "known_mode_names"]
 
 _LINKERS = ("c", "c|py", "py")
 _NAMED = {
@@ -98,10 +98,18 @@ def _linker_name(linker: Any) -> Any:
     return _NAMED.get(linker, linker)
 
 
+def known_mode_names() -> list[str]:
+    """The names a mode may be given by (``"C"``, ``"FAST_RUN"``, ...)."""
+    return [*_NAMED, *_DEBUG]
+
+
 def get_mode(mode: str | Mode | None) -> Mode:
-    """The :class:`Mode` that ``mode`` names (None: the default, C)."""
+    """The :class:`Mode` that ``mode`` names (None: ``config.mode``, by
+    default FAST_RUN, the C linker)."""
     if mode is None:
-        return Mode("c")
+        from opweave.configparser import config
+
+        mode = config.mode
     if isinstance(mode, Mode):
         return mode
     if isinstance(mode, str):

@@ -27,16 +27,20 @@ from opweave.compile._c_code_registry import (
     registry_version,
     store_entry,
 )
+from opweave.compile.from_function import FromFunctionOp, as_op, wrap_py
 from opweave.graph.basic import Apply, Variable
 from opweave.link.c.op import COp
 
 __all__ = [
     "DeepCopyOp",
+    "FromFunctionOp",
     "ViewOp",
+    "as_op",
     "deep_copy_op",
     "register_deep_copy_op_c_code",
     "register_view_op_c_code",
     "view_op",
+    "wrap_py",
 ]
 
 

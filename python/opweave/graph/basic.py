@@ -4,7 +4,7 @@ the walks over them (:func:`io_toposort`, :func:`graph_inputs`, ...)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from opweave.graph.op import Op
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Apply",
     "Constant",
+    "NominalVariable",
     "Variable",
     "ancestors",
     "graph_inputs",
@@ -85,6 +86,38 @@ class Constant(Variable):
         new = super().clone(name)
         assert isinstance(new, Constant)
         return new
+
+
+class NominalVariable(Variable):
+    """A graph input identified by a number and a type, so that two graphs
+    built separately can share their inputs (PyTensor uses them for
+    structural graph keys). ``NominalVariable(id, type)`` returns the same
+    object for the same ``(id, type)``; ``name`` renames it."""
+
+    _interned: ClassVar[dict[tuple[Any, Any], NominalVariable]] = {}
+
+    def __new__(cls, id: Any, typ: Type, name: str | None = None) -> NominalVariable:
+        key = (id, typ)
+        found = cls._interned.get(key)
+        if found is None or type(found) is not cls:
+            found = super().__new__(cls)
+            Variable.__init__(found, typ, None, None, name)
+            found.id = id
+            cls._interned[key] = found
+        return found
+
+    def __init__(self, id: Any, typ: Type, name: str | None = None) -> None:
+        if name is not None:
+            self.name = name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.id, self.type, self.name))
+
+    def clone(self, name: str | None = None) -> NominalVariable:
+        """The variable itself (it is identified by its id and type)."""
+        if name is not None:
+            self.name = name
+        return self
 
 
 class Apply:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from opweave.graph.basic import Apply, Constant, Variable, io_toposort, vars_between
+from opweave.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    graph_inputs,
+    io_toposort,
+    vars_between,
+)
 
 __all__ = ["FunctionGraph", "MissingInputError"]
 
@@ -15,25 +22,34 @@ class MissingInputError(ValueError):
 
 class FunctionGraph:
     """The subgraph from ``inputs`` to ``outputs``: its nodes in topological
-    order, its variables and, for each variable, the nodes that use it."""
+    order, its variables and, for each variable, the nodes that use it.
 
-    def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable]) -> None:
-        self.inputs = list(inputs)
+    Without ``inputs``, they are the variables the outputs need that no node
+    computes, but constants. ``clone`` is accepted for PyTensor's signature:
+    the graph is used as it is, never copied."""
+
+    def __init__(
+        self,
+        inputs: Sequence[Variable] | None = None,
+        outputs: Sequence[Variable] | None = None,
+        clone: bool = False,
+    ) -> None:
+        if outputs is None:
+            raise TypeError("FunctionGraph needs outputs")
         self.outputs = list(outputs)
+        for position, variable in enumerate(self.outputs):
+            if not isinstance(variable, Variable):
+                raise TypeError(f"output {position} is not a Variable: {variable!r}")
+        if inputs is None:  # every ownerless variable the outputs need, but constants
+            inputs = [v for v in graph_inputs(self.outputs) if not isinstance(v, Constant)]
+        self.inputs = list(inputs)
+        # An input may be a Constant (then its value comes from the caller,
+        # as for any input) and may be given twice (both positions read it).
         seen: set[int] = set()
         for position, variable in enumerate(self.inputs):
             if not isinstance(variable, Variable):
                 raise TypeError(f"input {position} is not a Variable: {variable!r}")
-            if isinstance(variable, Constant):
-                raise TypeError(
-                    f"input {position} ({variable}) is a Constant; inputs must be variables"
-                )
-            if id(variable) in seen:
-                raise ValueError(f"input {position} ({variable}) is given more than once")
             seen.add(id(variable))
-        for position, variable in enumerate(self.outputs):
-            if not isinstance(variable, Variable):
-                raise TypeError(f"output {position} is not a Variable: {variable!r}")
         self.apply_nodes: list[Apply] = io_toposort(self.inputs, self.outputs)
         self.variables: list[Variable] = vars_between(self.inputs, self.outputs)
         self.clients: dict[int, list[tuple[Apply, int]]] = {id(v): [] for v in self.variables}

@@ -10,7 +10,7 @@ import numpy as np
 from opweave.graph.basic import Apply, Variable
 from opweave.graph.utils import MethodNotDefined
 
-__all__ = ["Op"]
+__all__ = ["Op", "op_label"]
 
 
 class Op:
@@ -79,6 +79,46 @@ class Op:
         than the Python computation)."""
         return False
 
+    # --- thunks (PyTensor's per-node protocol) --------------------------------
+
+    def prepare_node(
+        self, node: Apply, storage_map: Any, compute_map: Any, impl: str | None
+    ) -> None:
+        """Called before a thunk is made for ``node`` (``impl``: ``"c"``,
+        ``"py"`` or None); ops that need to set something up override it."""
+
+    def make_py_thunk(
+        self,
+        node: Apply,
+        storage_map: dict[Any, list[Any]],
+        compute_map: dict[Any, list[bool]],
+        no_recycling: Any,
+        debug: bool = False,
+    ) -> Any:
+        """A thunk running ``perform``: ``thunk()`` reads the inputs from
+        ``storage_map`` (one-element lists), writes the outputs there, marks
+        them computed in ``compute_map`` and returns None. MethodNotDefined
+        if the op has no perform."""
+        from opweave.link.basic import has_perform, perform_thunk
+
+        if not has_perform(self):
+            raise MethodNotDefined(f"{type(self).__name__} has no perform (Python implementation)")
+        return _storage_thunk(node, perform_thunk(node), storage_map, compute_map)
+
+    def make_thunk(
+        self,
+        node: Apply,
+        storage_map: dict[Any, list[Any]],
+        compute_map: dict[Any, list[bool]],
+        no_recycling: Any,
+        impl: str | None = None,
+    ) -> Any:
+        """A thunk computing ``node`` (see :meth:`make_py_thunk`); an op
+        with C code (:class:`~opweave.link.c.op.COp`) gives a C thunk unless
+        ``impl="py"``."""
+        self.prepare_node(node, storage_map, compute_map, impl)
+        return self.make_py_thunk(node, storage_map, compute_map, no_recycling)
+
     # --- __props__ -----------------------------------------------------------
 
     def _props(self) -> tuple[Any, ...]:
@@ -125,3 +165,38 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     return value
+
+
+def _storage_thunk(
+    node: Apply,
+    run: Any,
+    storage_map: dict[Any, list[Any]],
+    compute_map: dict[Any, list[bool]],
+) -> Any:
+    """A PyTensor-style thunk around ``run(values) -> outputs``: it reads the
+    node's inputs from their cells in ``storage_map``, stores the outputs
+    in theirs, marks them computed and returns None (nothing more needed)."""
+    inputs = [storage_map[v] for v in node.inputs]
+    outputs = [storage_map[v] for v in node.outputs]
+    computed = [compute_map[v] for v in node.outputs if v in compute_map]
+
+    def thunk() -> None:
+        values = run([cell[0] for cell in inputs])
+        for cell, value in zip(outputs, values, strict=True):
+            cell[0] = value
+        for flag in computed:
+            flag[0] = True
+
+    thunk.inputs = inputs  # type: ignore[attr-defined]
+    thunk.outputs = outputs  # type: ignore[attr-defined]
+    thunk.lazy = False  # type: ignore[attr-defined]
+    return thunk
+
+
+def op_label(op: Any) -> str:
+    """``str(op)`` for messages, or the op's class name when its
+    ``__str__`` fails (it may read an attribute the op never set)."""
+    try:
+        return str(op)
+    except Exception:
+        return type(op).__name__

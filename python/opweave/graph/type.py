@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar
 
 from opweave.graph.basic import Constant, Variable
@@ -52,6 +53,34 @@ class Type:
         """True if ``a`` and ``b`` are equal up to rounding. Defaults to
         :meth:`values_eq`."""
         return self.values_eq(a, b)
+
+    # --- relations between types ---------------------------------------------
+
+    def clone(self, **kwargs: Any) -> Type:
+        """A copy of this type with the attributes in ``kwargs`` replaced.
+        Types whose attributes are constructor arguments (such as
+        ``TensorType``) override it."""
+        clone = copy.copy(self)
+        for name, value in kwargs.items():
+            if not hasattr(self, name):
+                raise TypeError(f"{type(self).__name__}.clone: no attribute {name!r}")
+            setattr(clone, name, value)
+        return clone
+
+    def in_same_class(self, otype: Any) -> bool:
+        """True if ``otype`` is this type up to the static details that
+        :meth:`is_super` ignores; here, equality."""
+        return bool(self == otype)
+
+    def is_super(self, otype: Any) -> bool:
+        """True if every value of ``otype`` is a value of this type; here,
+        equality."""
+        return bool(self == otype)
+
+    def convert_variable(self, var: Variable) -> Variable | None:
+        """``var`` if it can be used where this type is expected without a
+        computation (its type is this one, or more specific), else None."""
+        return var if self.is_super(var.type) else None
 
     def make_variable(self, name: str | None = None) -> Variable:
         """A new variable of this type."""

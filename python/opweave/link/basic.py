@@ -6,6 +6,8 @@ come from :func:`perform_thunk`.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -13,8 +15,17 @@ from opweave.graph.basic import Apply
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import Op
 from opweave.graph.utils import MethodNotDefined
+from opweave.link.thunk import Linker, Runner
 
-__all__ = ["NodeThunk", "PerformLinker", "Step", "has_perform", "node_steps", "perform_thunk"]
+__all__ = [
+    "NodeThunk",
+    "PerformLinker",
+    "Step",
+    "has_perform",
+    "node_steps",
+    "perform_params",
+    "perform_thunk",
+]
 
 NodeThunk = Callable[..., list[Any]]
 """Runs one node: ``thunk(input_values, outputs=None)`` returns the output
@@ -57,18 +68,44 @@ def has_perform(op: Any) -> bool:
     return perform is not None and perform is not Op.perform
 
 
+def perform_params(node: Apply) -> tuple[Any, ...]:
+    """The extra arguments of ``node.op.perform``: ``(params,)`` for an op
+    with a ``params_type`` (its ``get_params(node)``, filtered by that type)
+    whose ``perform`` takes a fourth argument, as PyTensor passes them;
+    ``()`` otherwise (a ``perform(node, inputs, outputs)`` reads its op's
+    attributes itself)."""
+    op = node.op
+    params_type = getattr(op, "params_type", None)
+    if params_type is None or not _takes_params(type(op).perform):
+        return ()
+    return (params_type.filter(op.get_params(node)),)
+
+
+@functools.cache
+def _takes_params(perform: Callable[..., Any]) -> bool:
+    try:
+        parameters = list(inspect.signature(perform).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 5  # self, node, inputs, outputs, params
+
+
 def perform_thunk(node: Apply) -> NodeThunk:
     """Runs ``node.op.perform`` and checks that every output was set. The
     output cells start as the offered storage (or None), as PyTensor's
     storage cells do between calls."""
     op, n_out = node.op, len(node.outputs)
+    params = perform_params(node)
 
     def run(values: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[Any]:
         if outputs is None:
             cells: list[list[Any]] = [[None] for _ in range(n_out)]
         else:
             cells = [[value] for value in outputs]
-        op.perform(node, list(values), cells)
+        op.perform(node, list(values), cells, *params)
         for position, cell in enumerate(cells):
             if cell[0] is None:
                 raise ValueError(f"{op}.perform did not set output {position}")
@@ -77,16 +114,17 @@ def perform_thunk(node: Apply) -> NodeThunk:
     return run
 
 
-class PerformLinker:
+class PerformLinker(Linker):
     """Makes one Python thunk per node of a graph, each running ``perform``."""
 
-    def __init__(self) -> None:
+    def __init__(self, schedule: Any = None) -> None:
         self.fgraph: FunctionGraph | None = None
 
-    def accept(self, fgraph: FunctionGraph) -> PerformLinker:
-        """Binds the linker to ``fgraph``; returns the linker."""
-        self.fgraph = fgraph
-        return self
+    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
+        """Every node's ``perform``, in topological order."""
+        from opweave.compile.function import graph_function
+
+        return graph_function(fgraph, "py", "PerformLinker thunk"), "perform", False
 
     def node_thunk(self, node: Apply, index: int) -> NodeThunk:
         """The thunk of ``node``; MethodNotDefined if its op has no perform."""
@@ -97,9 +135,24 @@ class PerformLinker:
             )
         return perform_thunk(node)
 
-    def thunks(self) -> list[NodeThunk]:
-        """One thunk per node of the bound graph, in topological order."""
+    def make_thunk(
+        self,
+        input_storage: Sequence[list[Any]] | None = None,
+        output_storage: Sequence[list[Any]] | None = None,
+        storage_map: Any = None,
+        **kwargs: Any,
+    ) -> tuple[Any, list[Any], list[Any]]:
+        """``(thunk, input_containers, output_containers)`` running every
+        node's ``perform`` (see :mod:`opweave.link.thunk`)."""
+        from opweave.compile.function import graph_function
+        from opweave.link.thunk import thunk_of
+
         if self.fgraph is None:
             raise ValueError("PerformLinker.accept(fgraph) must be called first")
-        nodes = self.fgraph.toposort()
+        run = graph_function(self.fgraph, "py", "PerformLinker thunk")
+        return thunk_of(run, self.fgraph, input_storage, output_storage, "perform")
+
+    def thunks(self) -> list[NodeThunk]:
+        """One thunk per node of the bound graph, in topological order."""
+        nodes = self.bound_graph().toposort()
         return [self.node_thunk(node, index) for index, node in enumerate(nodes)]

@@ -36,6 +36,7 @@ __all__ = [
     "ScalarType",
     "ScalarVariable",
     "all_types",
+    "as_scalar",
     "complex64",
     "complex128",
     "complex_dtypes",
@@ -291,6 +292,21 @@ def get_scalar_type(dtype: Any) -> ScalarType:
     if shared is None:
         shared = _shared_types[name] = ScalarType(name)
     return shared
+
+
+def as_scalar(x: Any, name: str | None = None) -> ScalarVariable:
+    """``x`` as a scalar variable: a variable of a :class:`ScalarType` as it
+    is, a Python or NumPy number as a constant of its NumPy dtype (``3`` is
+    int64, ``2.5`` float64). Raises TypeError for anything else, including a
+    0-d tensor variable (opweave has no op turning a tensor into a scalar)."""
+    if isinstance(x, Variable):
+        if isinstance(x.type, ScalarType):
+            return x  # type: ignore[return-value]
+        raise TypeError(f"as_scalar: {x} has type {x.type}, not a ScalarType")
+    value = np.asarray(x)
+    if value.ndim != 0 or value.dtype.kind not in "biufc":
+        raise TypeError(f"as_scalar: cannot make a scalar of {x!r}")
+    return get_scalar_type(value.dtype).make_constant(value[()], name=name)  # type: ignore[return-value]
 
 
 bool = get_scalar_type("bool")  # PyTensor's name; shadows the builtin in this module

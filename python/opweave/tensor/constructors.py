@@ -11,7 +11,7 @@ tensors (``PyArrayObject*`` in C), not :class:`~opweave.scalar.ScalarType`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave.configparser import config
@@ -21,69 +21,132 @@ from opweave.tensor.variable import TensorVariable
 
 __all__ = [
     "bcol",
+    "bcols",
+    "bmatrices",
     "bmatrix",
     "brow",
+    "brows",
     "bscalar",
+    "bscalars",
     "btensor3",
+    "btensor3s",
     "btensor4",
+    "btensor4s",
     "bvector",
+    "bvectors",
     "ccol",
+    "ccols",
+    "cmatrices",
     "cmatrix",
     "col",
+    "cols",
     "crow",
+    "crows",
     "cscalar",
+    "cscalars",
     "ctensor3",
+    "ctensor3s",
     "ctensor4",
+    "ctensor4s",
     "cvector",
+    "cvectors",
     "dcol",
+    "dcols",
+    "dmatrices",
     "dmatrix",
     "drow",
+    "drows",
     "dscalar",
+    "dscalars",
     "dtensor3",
+    "dtensor3s",
     "dtensor4",
+    "dtensor4s",
     "dvector",
+    "dvectors",
     "fcol",
+    "fcols",
+    "fmatrices",
     "fmatrix",
     "frow",
+    "frows",
     "fscalar",
+    "fscalars",
     "ftensor3",
+    "ftensor3s",
     "ftensor4",
+    "ftensor4s",
     "fvector",
+    "fvectors",
     "icol",
+    "icols",
+    "imatrices",
     "imatrix",
     "irow",
+    "irows",
     "iscalar",
+    "iscalars",
     "itensor3",
+    "itensor3s",
     "itensor4",
+    "itensor4s",
     "ivector",
+    "ivectors",
     "lcol",
+    "lcols",
+    "lmatrices",
     "lmatrix",
     "lrow",
+    "lrows",
     "lscalar",
+    "lscalars",
     "ltensor3",
+    "ltensor3s",
     "ltensor4",
+    "ltensor4s",
     "lvector",
+    "lvectors",
+    "matrices",
     "matrix",
     "row",
+    "rows",
     "scalar",
+    "scalars",
     "tensor",
     "tensor3",
+    "tensor3s",
     "tensor4",
+    "tensor4s",
     "vector",
+    "vectors",
     "wcol",
+    "wcols",
+    "wmatrices",
     "wmatrix",
     "wrow",
+    "wrows",
     "wscalar",
+    "wscalars",
     "wtensor3",
+    "wtensor3s",
     "wtensor4",
+    "wtensor4s",
     "wvector",
+    "wvectors",
     "zcol",
+    "zcols",
+    "zmatrices",
     "zmatrix",
     "zrow",
+    "zrows",
     "zscalar",
+    "zscalars",
     "ztensor3",
+    "ztensor3s",
     "ztensor4",
+    "ztensor4s",
     "zvector",
+    "zvectors",
 ]
 
 ShapeArg = Sequence[int | bool | None] | None
@@ -246,3 +309,90 @@ ftensor4 = TensorType("float32", shape=(None, None, None, None))
 dtensor4 = TensorType("float64", shape=(None, None, None, None))
 ctensor4 = TensorType("complex64", shape=(None, None, None, None))
 ztensor4 = TensorType("complex128", shape=(None, None, None, None))
+
+
+def _plural(make: Callable[..., TensorVariable], plural_name: str) -> Callable[..., Any]:
+    """PyTensor's plural constructor of ``make`` (``dvectors``, ``matrices``,
+    ...): ``f(3)`` makes three unnamed variables; ``f("x", "y")`` a list of
+    named ones; ``f("x")`` one variable; ``f("xyz")`` one per letter."""
+
+    def many(*names: str | int) -> TensorVariable | list[TensorVariable]:
+        if names and isinstance(names[0], int):
+            if len(names) != 1:
+                raise TypeError(f"{plural_name}(n) takes one count")
+            return [make() for _ in range(names[0])]
+        given: Sequence[str] = names[0] if len(names) == 1 else names  # type: ignore[assignment]
+        for name in given:
+            if not isinstance(name, str):
+                raise TypeError(f"{plural_name}: names must be strings, got {name!r}")
+        if len(given) == 1:
+            return make(given[0])
+        return [make(name) for name in given]
+
+    many.__name__ = many.__qualname__ = plural_name
+    return many
+
+
+scalars = _plural(scalar, "scalars")
+vectors = _plural(vector, "vectors")
+matrices = _plural(matrix, "matrices")
+rows = _plural(row, "rows")
+cols = _plural(col, "cols")
+tensor3s = _plural(tensor3, "tensor3s")
+tensor4s = _plural(tensor4, "tensor4s")
+bscalars = _plural(bscalar, "bscalars")
+wscalars = _plural(wscalar, "wscalars")
+iscalars = _plural(iscalar, "iscalars")
+lscalars = _plural(lscalar, "lscalars")
+fscalars = _plural(fscalar, "fscalars")
+dscalars = _plural(dscalar, "dscalars")
+cscalars = _plural(cscalar, "cscalars")
+zscalars = _plural(zscalar, "zscalars")
+bvectors = _plural(bvector, "bvectors")
+wvectors = _plural(wvector, "wvectors")
+ivectors = _plural(ivector, "ivectors")
+lvectors = _plural(lvector, "lvectors")
+fvectors = _plural(fvector, "fvectors")
+dvectors = _plural(dvector, "dvectors")
+cvectors = _plural(cvector, "cvectors")
+zvectors = _plural(zvector, "zvectors")
+bmatrices = _plural(bmatrix, "bmatrices")
+wmatrices = _plural(wmatrix, "wmatrices")
+imatrices = _plural(imatrix, "imatrices")
+lmatrices = _plural(lmatrix, "lmatrices")
+fmatrices = _plural(fmatrix, "fmatrices")
+dmatrices = _plural(dmatrix, "dmatrices")
+cmatrices = _plural(cmatrix, "cmatrices")
+zmatrices = _plural(zmatrix, "zmatrices")
+brows = _plural(brow, "brows")
+wrows = _plural(wrow, "wrows")
+irows = _plural(irow, "irows")
+lrows = _plural(lrow, "lrows")
+frows = _plural(frow, "frows")
+drows = _plural(drow, "drows")
+crows = _plural(crow, "crows")
+zrows = _plural(zrow, "zrows")
+bcols = _plural(bcol, "bcols")
+wcols = _plural(wcol, "wcols")
+icols = _plural(icol, "icols")
+lcols = _plural(lcol, "lcols")
+fcols = _plural(fcol, "fcols")
+dcols = _plural(dcol, "dcols")
+ccols = _plural(ccol, "ccols")
+zcols = _plural(zcol, "zcols")
+btensor3s = _plural(btensor3, "btensor3s")
+wtensor3s = _plural(wtensor3, "wtensor3s")
+itensor3s = _plural(itensor3, "itensor3s")
+ltensor3s = _plural(ltensor3, "ltensor3s")
+ftensor3s = _plural(ftensor3, "ftensor3s")
+dtensor3s = _plural(dtensor3, "dtensor3s")
+ctensor3s = _plural(ctensor3, "ctensor3s")
+ztensor3s = _plural(ztensor3, "ztensor3s")
+btensor4s = _plural(btensor4, "btensor4s")
+wtensor4s = _plural(wtensor4, "wtensor4s")
+itensor4s = _plural(itensor4, "itensor4s")
+ltensor4s = _plural(ltensor4, "ltensor4s")
+ftensor4s = _plural(ftensor4, "ftensor4s")
+dtensor4s = _plural(dtensor4, "dtensor4s")
+ctensor4s = _plural(ctensor4, "ctensor4s")
+ztensor4s = _plural(ztensor4, "ztensor4s")

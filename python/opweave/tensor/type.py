@@ -18,6 +18,11 @@ from opweave.graph.basic import Variable
 from opweave.link.c.type import CType
 from opweave.scalar.basic import upcast
 from opweave.scalar.dtypes import (
+    ALL_DTYPES,
+    COMPLEX_DTYPES,
+    DISCRETE_DTYPES,
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
     cast_downcast,
     cast_exactly,
     dtype_info,
@@ -27,7 +32,27 @@ from opweave.scalar.dtypes import (
 from opweave.tensor import _type_c_code
 from opweave.tensor.variable import TensorConstant, TensorVariable
 
-__all__ = ["TensorType"]
+__all__ = [
+    "TensorType",
+    "all_dtypes",
+    "complex_dtypes",
+    "continuous_dtypes",
+    "discrete_dtypes",
+    "float_dtypes",
+    "int_dtypes",
+    "integer_dtypes",
+    "uint_dtypes",
+]
+
+# PyTensor's groups of dtype names (lists of strings).
+all_dtypes: list[str] = list(ALL_DTYPES)
+int_dtypes: list[str] = [d for d in INTEGER_DTYPES if not d.startswith("uint")]
+uint_dtypes: list[str] = [d for d in INTEGER_DTYPES if d.startswith("uint")]
+integer_dtypes: list[str] = int_dtypes + uint_dtypes
+discrete_dtypes: list[str] = list(DISCRETE_DTYPES)
+float_dtypes: list[str] = list(FLOAT_DTYPES)
+complex_dtypes: list[str] = list(COMPLEX_DTYPES)
+continuous_dtypes: list[str] = float_dtypes + complex_dtypes
 
 StaticShape = tuple[int | None, ...]
 

@@ -46,10 +46,11 @@ _ROLES = {
     "take_output": (False, "(void)v;\nreturn g->{cell}_v[a[0]].take_output(o + a[3]);\n"),
     # constants that are graph outputs
     "store": (False, "(void)v;\n{cell}& c = g->{cell}_v[a[0]];\n" + _STORE + "return 0;\n"),
-    # undoes take, empty: stores graph inputs that are outputs, when nothing failed
+    # undoes take, empty: stores graph inputs that are outputs, when nothing
+    # failed (not at cleanup, where there are no outputs: o is NULL)
     "drop": (
         True,
-        "{cell}& c = g->{cell}_v[a[0]];\nif (failure == 0) {\n"
+        "{cell}& c = g->{cell}_v[a[0]];\nif (failure == 0 && o != NULL) {\n"
         + _STORE
         + "}\nc.release();\nreturn 0;\n",
     ),

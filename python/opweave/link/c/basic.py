@@ -20,15 +20,18 @@ import numpy as np
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
+from opweave.graph.basic import Constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
 from opweave.link.c._linker import linker_flags
+from opweave.link.c.dual import DualLinker
 from opweave.link.c.hooks import call_hook
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
+from opweave.link.thunk import Linker, Runner
 
-__all__ = ["CLinker", "CompiledGraph", "MissingCCode", "OpWiseCLinker"]
+__all__ = ["CLinker", "CompiledGraph", "DualLinker", "MissingCCode", "OpWiseCLinker"]
 
 _log = logging.getLogger(__name__)
 
@@ -69,22 +72,13 @@ def _uniq(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-class CLinker:
+class CLinker(Linker):
     """Compiles a whole :class:`~opweave.graph.fg.FunctionGraph` into one module."""
 
     def __init__(self, schedule: Any = None, numbers: dict[int, int] | None = None) -> None:
         self.fgraph: FunctionGraph | None = None
         # id(node) -> its number in messages, for a graph taken from a larger one
         self.numbers = numbers
-
-    def accept(
-        self, fgraph: FunctionGraph, no_recycling: Any = None, profile: Any = None
-    ) -> CLinker:
-        """Binds the linker to ``fgraph`` (a new linker if already bound)."""
-        if self.fgraph is not None and self.fgraph is not fgraph:
-            return type(self)().accept(fgraph, no_recycling, profile)
-        self.fgraph = fgraph
-        return self
 
     # --- compiler and flags --------------------------------------------------
 
@@ -122,7 +116,8 @@ class CLinker:
         """The compile job: default flags, the ops' and types' flags,
         directories and libraries, then ``config.gcc__cxxflags``, minus every
         ``c_no_compile_args``; with ``config.cmodule__sanitize``, the
-        sanitizer flags; then the linker's (``config.cmodule__linker``)."""
+        sanitizer flags; with ``config.cmodule__debug``, ``-DDEBUG``; then the
+        linker's (``config.cmodule__linker``)."""
         kw = {"c_compiler": compiler}
 
         def collect(hook: str) -> list[str]:
@@ -136,6 +131,7 @@ class CLinker:
             *collect("c_compile_args"),
             *shlex.split(config.gcc__cxxflags),
             *sanitizer_flags(compiler),
+            *(["-DDEBUG"] if config.cmodule__debug else []),
         ]
         removed = set(collect("c_no_compile_args"))
         flags = [flag for flag in flags if flag not in removed]
@@ -182,6 +178,40 @@ class CLinker:
         if self.fgraph is None:
             raise OpweaveError("CLinker.accept(fgraph) must be called first")
         return build_spec(self.fgraph, compiler, self.numbers)
+
+    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
+        """The graph's compiled module."""
+        from opweave.compile.function import graph_function
+
+        run = graph_function(fgraph, "c", "CLinker thunk")
+        return run, f"module {run.library}", True
+
+    def cmodule_key(self) -> tuple[Any, ...]:
+        """What identifies the bound graph's compiled code, as a tuple:
+        ``(versions, module key, inputs)``. ``versions`` holds each op's and
+        type's ``(name, c_code_cache_version)``; ``inputs``, per input, the
+        value of a constant given as an input (its code is the same for every
+        value: the caller passes it) or None."""
+        if self.fgraph is None:
+            raise OpweaveError("CLinker.accept(fgraph) must be called first")
+        compiler = self.compiler()
+        graph = self.graph_spec(compiler)
+        job = self.compile_job(graph.objects, compiler)
+        extra = self.key_extra(graph.objects)
+        source = _core.assemble_module(graph.whole or graph.spec)["text"]
+        versions = tuple(
+            (type(obj).__qualname__, call_hook(obj, "c_code_cache_version", default=()))
+            for obj in graph.objects
+        )
+        inputs = tuple(
+            (str(v.type), repr(v.data)) if isinstance(v, Constant) else None
+            for v in self.fgraph.inputs
+        )
+        return (versions, _core.module_key(source, compiler, job, extra), inputs)
+
+    def code_gen(self) -> str:
+        """The module's C++ source (PyTensor's name for :meth:`get_src_code`)."""
+        return self.get_src_code()
 
     def get_src_code(self) -> str:
         """The C++ source of the bound graph's module, as one translation

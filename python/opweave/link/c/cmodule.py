@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from opweave import _core
 from opweave.configparser import config
-from opweave.errors import CacheError, LockTimeout, OpweaveError
+from opweave.errors import CacheError, LockTimeout, MissingGXX, OpweaveError
 from opweave.link.c import _prelude
 
 __all__ = [
@@ -100,13 +100,14 @@ def get_module_cache() -> _core.ModuleCache:
 def get_compiler() -> _core.SystemCompiler:
     """The compiler named by ``config.cxx`` and ``config.cxx_launcher``.
 
-    Raises OpweaveError when there is no compiler (``config.cxx`` is empty).
+    Raises MissingGXX (an OpweaveError) when there is no compiler
+    (``config.cxx`` is empty).
     """
     settings = (config.cxx, config.cxx_launcher)
     compiler = _compilers.get(settings)
     if compiler is None:
         if not settings[0]:
-            raise OpweaveError(
+            raise MissingGXX(
                 "no C++ compiler found: install g++ or clang++, or name one with "
                 "OPWEAVE_FLAGS=cxx=/path/to/compiler (or $CXX)"
             )

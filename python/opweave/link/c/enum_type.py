@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
+from opweave.configparser import config
 from opweave.link.c.type import CType
 
 __all__ = ["CEnumType", "EnumList", "EnumType"]
@@ -96,6 +97,9 @@ def _number(name: str, value: Any, scalar: _CScalar, ctype: str) -> int | float:
         )
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"enum constant {name} must be finite, got {value!r}")
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        # 1.0 is the constant 1: equal enums are one type with one C text.
+        value = int(value)
     if scalar.integral:
         if isinstance(value, float):
             raise TypeError(
@@ -231,7 +235,8 @@ class EnumType(CType, dict):  # type: ignore[misc]
         return (_rebuild_enum, (type(self), self.ctype, self.cname, constants))
 
     def _key(self) -> tuple[Any, ...]:
-        items = tuple(sorted((name, type(v).__name__, v) for name, v in self.items()))
+        # Values compare as numbers, as in PyTensor (True == 1 == 1.0).
+        items = tuple(sorted(self.items()))
         return (self.ctype, self.cname, items, tuple(sorted(self.aliases.items())))
 
     def __eq__(self, other: object) -> bool:
@@ -344,7 +349,31 @@ class EnumType(CType, dict):  # type: ignore[misc]
                 f"two different values in this module ({type(self).__name__} {self.cname} "
                 f'wants {value})");',
             ]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n" + self._to_string_code()
+
+    def _to_string_code(self) -> str:
+        """With ``config.cmodule__debug``, the C function
+        ``opweave_enum_to_string_<cname>(value, out)`` (also reachable by
+        PyTensor's name, ``pytensor_enum_to_string_<cname>``), which writes
+        the name of the constant ``value`` equals into ``out`` and returns 0,
+        or sets a ValueError and returns -1; otherwise nothing."""
+        if not config.cmodule__debug:
+            return ""
+        function = f"opweave_enum_to_string_{self.cname}"
+        guard = f"OPWEAVE_ENUM_TO_STRING_{self.cname}"
+        what = _c_string(f"{type(self).__name__} {self.cname}")
+        tests = "".join(
+            f"    if (value == ({self.ctype})({constant})) {{\n"
+            f'        strcpy(out, "{constant}");\n        return 0;\n    }}\n'
+            for constant in sorted(self)
+        )
+        return (
+            f"#ifndef {guard}\n#define {guard}\n"
+            f"static inline int {function}({self.ctype} value, char* out) {{\n{tests}"
+            f'    PyErr_SetString(PyExc_ValueError, "{what}: the value is no constant");\n'
+            "    return -1;\n}\n"
+            f"#define pytensor_enum_to_string_{self.cname} {function}\n#endif\n"
+        )
 
     def c_declare(self, name: str, sub: dict[str, str], check_input: bool = True) -> str:
         """``<ctype> <name>;``"""
@@ -467,8 +496,9 @@ class CEnumType(EnumList):
     _defines_names = False  # the names are the user's own C constants
 
     def c_support_code(self, **kwargs: Any) -> str:
-        """Nothing: the constants come from the user's headers."""
-        return ""
+        """Nothing but the debug helper (see ``EnumType``): the constants
+        come from the user's headers."""
+        return self._to_string_code()
 
     def c_extract(
         self, name: str, sub: dict[str, str], check_input: bool = True, **kwargs: Any

@@ -162,6 +162,14 @@ class CLinkerType(CLinkerObject):
         ``check_input`` is true."""
         raise NotImplementedError(f"{type(self).__name__} has no c_extract")
 
+    def c_extract_out(
+        self, name: str, sub: dict[str, str], check_input: bool = True, **kwargs: Any
+    ) -> str:
+        """Like :meth:`c_extract`, for an output's storage, which may hold
+        None: then ``name`` is initialised with :meth:`c_init` instead."""
+        extract = self.c_extract(name, sub, check_input, **kwargs)
+        return f"if (py_{name} == Py_None) {{\n{self.c_init(name, sub)}}}\nelse {{\n{extract}}}\n"
+
     def c_sync(self, name: str, sub: dict[str, str]) -> str:
         """Points ``py_<name>`` at a Python object holding the value of ``name``."""
         raise NotImplementedError(f"{type(self).__name__} has no c_sync")

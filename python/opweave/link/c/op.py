@@ -19,6 +19,48 @@ class COp(Op, CLinkerOp):
     """An :class:`~opweave.graph.op.Op` with a C implementation (``c_code`` and
     the other hooks of :class:`~opweave.link.c.interface.CLinkerOp`)."""
 
+    def make_c_thunk(
+        self,
+        node: Any,
+        storage_map: dict[Any, list[Any]],
+        compute_map: dict[Any, list[bool]],
+        no_recycling: Any,
+    ) -> Any:
+        """A thunk running ``node``'s compiled C code (the node's own module,
+        shared through the cache by every node applying an equal op to the
+        same types); see :meth:`~opweave.graph.op.Op.make_py_thunk` for the
+        protocol. MethodNotDefined if the node has no usable C code."""
+        from opweave.graph.op import _storage_thunk
+        from opweave.graph.utils import MethodNotDefined
+        from opweave.link.c.opwise import OpWiseCLinker
+
+        run = OpWiseCLinker().c_thunk(node)
+        if run is None:
+            raise MethodNotDefined(f"{type(self).__name__} has no C code for {node}")
+        return _storage_thunk(node, run, storage_map, compute_map)
+
+    def make_thunk(
+        self,
+        node: Any,
+        storage_map: dict[Any, list[Any]],
+        compute_map: dict[Any, list[bool]],
+        no_recycling: Any,
+        impl: str | None = None,
+    ) -> Any:
+        """A C thunk (:meth:`make_c_thunk`) unless ``impl="py"``; without C
+        code, and unless ``impl="c"``, a ``perform`` thunk. An op with
+        neither raises MethodNotDefined."""
+        from opweave.graph.utils import MethodNotDefined
+
+        self.prepare_node(node, storage_map, compute_map, impl)
+        if impl != "py":
+            try:
+                return self.make_c_thunk(node, storage_map, compute_map, no_recycling)
+            except MethodNotDefined:
+                if impl == "c":
+                    raise
+        return self.make_py_thunk(node, storage_map, compute_map, no_recycling)
+
 
 class ExternalCOp(COp):
     """An op whose C code lives in files split into ``#section <tag>`` blocks.

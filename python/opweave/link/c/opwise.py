@@ -32,6 +32,7 @@ from opweave.link.basic import NodeThunk, Step, has_perform, node_steps, perform
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import InputBinding, compiled_function
+from opweave.link.thunk import Linker, Runner
 
 __all__ = [
     "NodeThunk",
@@ -47,8 +48,17 @@ def _is_float16(variable: Variable) -> bool:
     return getattr(variable.type, "dtype", None) == "float16"
 
 
-class OpWiseCLinker:
-    """Compiles the nodes of a graph one by one."""
+class OpWiseCLinker(Linker):
+    """Compiles the nodes of a graph one by one (``mode="c|py"``)."""
+
+    def __init__(self, schedule: Any = None) -> None:
+        self.fgraph: FunctionGraph | None = None
+
+    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
+        """The graph node by node, in C where nodes have C code."""
+        from opweave.compile.function import graph_function
+
+        return graph_function(fgraph, "c|py", f"{type(self).__name__} thunk"), "c|py", False
 
     def c_thunk(self, node: Apply) -> NodeThunk | None:
         """A thunk running ``node``'s own compiled module, or None if the

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Constant, Variable
 from opweave.graph.fg import FunctionGraph
+from opweave.graph.op import op_label
 from opweave.graph.utils import MethodNotDefined
 from opweave.link.c._cells import Cells
 from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs
@@ -161,7 +162,7 @@ class _Builder:
     def node_label(self, index: int, node: Apply) -> str:
         """``node <n> (<op>)``: its position in the graph, or in the larger
         graph it was taken from (``numbers``)."""
-        return f"node {self.numbers.get(id(node), index)} ({node.op})"
+        return f"node {self.numbers.get(id(node), index)} ({op_label(node.op)})"
 
     def describe(self, variable: Variable) -> str:
         label = f" {variable.name!r}" if variable.name else ""
@@ -215,6 +216,8 @@ class _Builder:
     def _literal(self, variable: Variable) -> str | None:
         if not isinstance(variable, Constant) or id(variable) in self.output_slots:
             return None
+        if any(variable is v for v in self.fgraph.inputs):
+            return None  # a constant given as an input: the caller gives its value
         value = call_hook(variable.type, "c_literal", variable.data)
         return f"({value})" if value else None
 

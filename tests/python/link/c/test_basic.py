@@ -49,7 +49,7 @@ def scale_function(**kwargs):
     return function([x], Scale()(x), **kwargs)
 
 
-def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_mode() -> None:
+def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_otherwise() -> None:
     class PyOnly(Op):
         __props__ = ()
 
@@ -61,8 +61,12 @@ def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_mode() -> None:
 
     x = dvector("x")
     with pytest.raises(MissingCCode, match=r"node 0 \(PyOnly\).*no C implementation"):
-        function([x], PyOnly()(x))
+        function([x], PyOnly()(x), mode="C")
     np.testing.assert_array_equal(function([x], PyOnly()(x), mode="py")(np.ones(2)), [2.0, 2.0])
+    # The default mode runs such nodes in Python, as PyTensor's does.
+    default = function([x], PyOnly()(x))
+    np.testing.assert_array_equal(default(np.ones(2)), [2.0, 2.0])
+    assert default.mode.linker == "c|py" and default.node_outcomes == [None]
 
 
 def test_editing_c_code_recompiles_without_a_version_bump(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -289,3 +293,18 @@ def test_function_in_a_reference_cycle_is_collected() -> None:
     del f
     gc.collect()
     assert alive() is None
+
+
+def test_a_constant_output_of_a_type_without_copy_code_survives_cleanup() -> None:
+    """The constant is the module's output itself (its type registers no
+    DeepCopyOp code): the module's cleanup must not store it (there are no
+    outputs then). Used to crash when the function was freed."""
+    import gc
+
+    from opweave.graph.basic import Constant
+    from opweave.link.c.type import Generic
+
+    f = function([], Constant(Generic(), "kept"), mode="C")
+    assert [f(), f()] == ["kept", "kept"]
+    del f
+    gc.collect()

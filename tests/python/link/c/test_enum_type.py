@@ -63,7 +63,14 @@ def test_bools_become_ints_and_equal_enums_hash_alike() -> None:
     assert with_ints != EnumType(C1=1, C2=0, C3=5, ctype="int")  # no alias
     assert with_ints != EnumType(C1=1, C2=("c2", 0), C3=5, ctype="long")
     assert with_ints != EnumType(C1=1, C2=("c2", 0), C3=5, ctype="int", cname="other")
-    assert EnumType(A=1) != EnumType(A=1.0)  # "#define A 1" is not "#define A 1.0"
+    assert EnumList("A", "B") != EnumType(A=0, B=1, ctype="int")
+    # Values compare as numbers, as in PyTensor, and equal enums write one C text.
+    mixed = EnumType(C1=True, C2=12, C3=True, C4=-1, C5=False, C6=0.0)
+    plain = EnumType(C1=1, C2=12, C3=1, C4=-1.0, C5=0.0, C6=0)
+    assert mixed == plain and not (mixed != plain) and hash(mixed) == hash(plain)
+    assert mixed.c_support_code() == plain.c_support_code()
+    assert EnumType(A=1) == EnumType(A=1.0) and EnumType(A=1.5) != EnumType(A=1)
+    assert EnumType(A=2.0, ctype="int").A == 2  # an integral float fits an int ctype
     assert EnumList("A", "B") != EnumType(A=0, B=1, ctype="int")
 
 

@@ -1,0 +1,76 @@
+"""The dual linker: every node runs both in C (where it has C code) and in
+Python, and a checker compares the two results (PyTensor's
+``DualLinker``, importable from :mod:`opweave.link.c.basic`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from opweave.graph.basic import Constant, Variable
+from opweave.graph.fg import FunctionGraph
+from opweave.link.basic import PerformLinker
+from opweave.link.c.opwise import OpWiseCLinker
+from opweave.link.thunk import Linker, Runner
+
+__all__ = ["DualLinker", "default_checker"]
+
+Checker = Callable[[list[Any], list[Any]], None]
+
+
+def default_checker(perform: list[Any], c: list[Any]) -> None:
+    """DebugMode's comparison: BadThunkOutput when the values differ by the
+    output type's ``values_eq_approx``. ``perform`` and ``c`` are the two
+    storage cells of one output; the variable is ``perform.variable``."""
+    from opweave.compile._debug_errors import BadThunkOutput
+
+    variable = getattr(perform, "variable", None)
+    if variable is not None and not variable.type.values_eq_approx(perform[0], c[0]):
+        raise BadThunkOutput(variable, "perform", perform[0], "c_code", c[0])
+
+
+class _Cell(list):  # type: ignore[type-arg]
+    """A one-value storage cell that knows its variable."""
+
+    def __init__(self, value: Any, variable: Variable) -> None:
+        super().__init__([value])
+        self.variable = variable
+
+
+class DualLinker(Linker):
+    """Runs each node through ``perform`` and through its C code, each on
+    its own copy of the values, and calls ``checker(perform_cell,
+    c_cell)`` per output (one-element lists; a checker raises to report a
+    mismatch). The function returns the C results."""
+
+    def __init__(self, checker: Checker = default_checker, schedule: Any = None) -> None:
+        self.checker = checker
+        self.fgraph: FunctionGraph | None = None
+
+    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
+        """Each node both ways, checked, in topological order."""
+        nodes = fgraph.toposort()
+        c_thunks = [OpWiseCLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
+        py_thunks = PerformLinker().accept(fgraph).thunks()
+        checker = self.checker
+
+        def run(*values: Any) -> list[Any]:
+            py_values = {id(v): value for v, value in zip(fgraph.inputs, values, strict=True)}
+            c_values = dict(py_values)
+            for node, c_thunk, py_thunk in zip(nodes, c_thunks, py_thunks, strict=True):
+                py_out = py_thunk([_value(v, py_values) for v in node.inputs])
+                c_out = c_thunk([_value(v, c_values) for v in node.inputs])
+                for variable, a, b in zip(node.outputs, py_out, c_out, strict=True):
+                    checker(_Cell(a, variable), _Cell(b, variable))
+                    py_values[id(variable)], c_values[id(variable)] = a, b
+            return [_value(v, c_values) for v in fgraph.outputs]
+
+        return run, "perform and C", False
+
+
+def _value(variable: Variable, values: dict[int, Any]) -> Any:
+    if id(variable) in values:
+        return values[id(variable)]
+    if isinstance(variable, Constant):
+        return variable.data
+    raise KeyError(f"no value for {variable}")

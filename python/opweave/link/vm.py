@@ -1,0 +1,35 @@
+"""PyTensor's per-node virtual machine linker, by its module path:
+:class:`VMLinker` is the per-node linker (``mode="c|py"``), which runs the
+nodes that have C code in C (consecutive ones as one compiled module) and
+the others through ``perform``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opweave.link.c.opwise import OpWiseCLinker
+
+__all__ = ["VMLinker"]
+
+
+class VMLinker(OpWiseCLinker):
+    """The per-node linker. PyTensor's options (``allow_gc``, ``use_cloop``,
+    ``callback``, ``lazy``, ...) are accepted; the node loop is always the
+    generated one of ``mode="c|py"``, and intermediate results are kept
+    between calls."""
+
+    def __init__(
+        self,
+        allow_gc: bool | None = None,
+        use_cloop: bool = False,
+        callback: Any = None,
+        lazy: bool | None = None,
+        schedule: Any = None,
+        c_thunks: bool | None = None,
+        allow_partial_eval: bool | None = None,
+    ) -> None:
+        if callback is not None:
+            raise NotImplementedError("VMLinker(callback=...) is not supported by opweave")
+        super().__init__(schedule)
+        self.use_cloop = use_cloop
+        self.c_thunks = c_thunks
