@@ -63,12 +63,13 @@ if(IS_SYMLINK "${examples_dir}")
   file(REMOVE "${examples_dir}")
 endif()
 file(GLOB_RECURSE examples RELATIVE "${SOURCE_DIR}/examples"
-  "${SOURCE_DIR}/examples/*.py" "${SOURCE_DIR}/examples/*.c" "${SOURCE_DIR}/examples/*.md")
+  "${SOURCE_DIR}/examples/*.py" "${SOURCE_DIR}/examples/*.c" "${SOURCE_DIR}/examples/*.md"
+  "${SOURCE_DIR}/examples/py.typed")
 foreach(name IN LISTS examples)
   configure_file("${SOURCE_DIR}/examples/${name}" "${examples_dir}/${name}" COPYONLY)
 endforeach()
 file(GLOB_RECURSE copied RELATIVE "${examples_dir}"
-  "${examples_dir}/*.py" "${examples_dir}/*.c" "${examples_dir}/*.md")
+  "${examples_dir}/*.py" "${examples_dir}/*.c" "${examples_dir}/*.md" "${examples_dir}/py.typed")
 foreach(name IN LISTS copied)
   if(NOT name IN_LIST examples)
     file(REMOVE "${examples_dir}/${name}")

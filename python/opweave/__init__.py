@@ -8,9 +8,27 @@ no compiler is probed until a function needs it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opweave.configparser import config
 from opweave.errors import CacheError, CompileError, LockTimeout, OpweaveError
+
+if TYPE_CHECKING:
+    # What __getattr__ below loads on first use, as type checkers and editors
+    # see it; nothing here is imported at run time.
+    from opweave import compile as compile
+    from opweave import gof as gof
+    from opweave import graph as graph
+    from opweave import link as link
+    from opweave import scalar as scalar
+    from opweave import tensor as tensor
+    from opweave.compile.function import function
+    from opweave.compile.io import Out
+    from opweave.compile.mode import Mode
+    from opweave.compile.sharedvalue import shared
+    from opweave.graph.basic import Apply, Constant, Variable
+    from opweave.graph.op import Op
+    from opweave.graph.type import Type
 
 __all__ = [
     "Apply",

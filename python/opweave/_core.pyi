@@ -1,6 +1,7 @@
 # The stub of opweave._core (the C++ bindings), for type checkers and editors.
 # Generated from the built module: pybind11-stubgen opweave._core -o python
 # tests/python/_core/test_stub.py checks that it names everything the module has.
+# Written by hand, to keep when regenerating: the imports from opweave and the Function class.
 """
 opweave's C++ core: content hash, file locks, module cache and compiler driver,
 graph module assembly and the compiled-function runtime.
@@ -10,6 +11,12 @@ import collections.abc
 import os
 import pathlib
 import typing
+# Hand-written (keep when regenerating): the types of Function's attributes.
+from opweave.compile._debug_node import NodeCheck
+from opweave.compile._stateful import FunctionRecipe
+from opweave.compile.mode import Mode
+from opweave.graph.basic import Variable
+from opweave.graph.fg import FunctionGraph
 __all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
@@ -654,27 +661,69 @@ class Function:
     call, a keyword call or a wrong argument count, fallback(args, kwargs, error,
     failed_block) is called and its result returned.
     """
-    @staticmethod
-    def __new__(type, *args, **kwargs):
+    # Written by hand (the type is not a pybind11 class; keep this when
+    # regenerating): the signatures, the getset attributes, and the attributes
+    # the Python package stores in the instance __dict__ (see the modules named).
+    # opweave.link.callable.compiled_function: the compiled module.
+    source: str
+    library: str
+    cache_outcome: str  # "hit", "built" or "built_by_other"
+    compile_seconds: dict[str, float]
+    compile_units: tuple[tuple[str, float], ...]
+    # opweave.compile.function: the Function that opweave.function returns.
+    compile_profile: dict[str, typing.Any]
+    name: str | None
+    fgraph: FunctionGraph
+    inputs: list[Variable]
+    outputs: list[Variable]
+    mode: Mode
+    recipe: FunctionRecipe
+    compiled_parts: list[Function]  # "c|py": the compiled regions
+    node_outcomes: list[str | None]  # "c|py": per node, None where perform runs
+    inner: Function  # with shared variables: the function of inputs and shared values
+    node_checks: list[NodeCheck]  # DebugMode
+    def __new__(
+        cls,
+        *,
+        module: typing.Any = None,
+        orphans: collections.abc.Sequence[typing.Any] = (),
+        impl: collections.abc.Callable[..., typing.Any] | None = None,
+        unpack_single: bool = True,
+        fallback: collections.abc.Callable[..., typing.Any] | None = None,
+    ) -> Function:
         """
         Create and return a new object.  See help(type) for accurate signature.
         """
-    @staticmethod
-    def call_exact(*args, **kwargs):
+    def call_exact(self, *inputs: typing.Any) -> typing.Any:
         """
         call_exact(*inputs): runs the function on inputs that are already exact values of the
         input types, without converting them or calling the fallback.
         """
-    @staticmethod
-    def call_with_outputs(*args, **kwargs):
+    def call_with_outputs(
+        self, inputs: collections.abc.Sequence[typing.Any], outputs: collections.abc.Sequence[typing.Any]
+    ) -> typing.Any:
         """
         call_with_outputs(inputs, outputs): call_exact(*inputs), offering each object of
         outputs (None: nothing) as that output's storage. A compiled op may write its result
         into the object it is offered (a preallocated output) or replace it.
         """
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> typing.Any:
         """
         Call self as a function.
+        """
+    @property
+    def trust_input(self) -> bool:
+        """
+        When true, a failed input check raises at once instead of converting the inputs with
+        Type.filter and retrying.
+        """
+    @trust_input.setter
+    def trust_input(self, value: bool) -> None:
+        ...
+    @property
+    def is_compiled(self) -> bool:
+        """
+        True when a compiled graph module runs the calls.
         """
 def assemble_module(spec: dict) -> dict:
     """

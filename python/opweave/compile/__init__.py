@@ -8,7 +8,7 @@ from typing import Any
 
 from opweave.compile.function import Function, function
 from opweave.compile.io import Out
-from opweave.compile.mode import Mode, get_mode
+from opweave.compile.mode import Mode, get_default_mode, get_mode
 from opweave.compile.sharedvalue import SharedVariable, shared
 
 _OPS = (
@@ -27,6 +27,7 @@ __all__ = [
     "Out",
     "SharedVariable",
     "function",
+    "get_default_mode",
     "get_mode",
     "shared",
     *_OPS,

@@ -27,6 +27,9 @@ class FromFunctionOp(Op):
     """An op whose ``perform`` calls ``fn(*inputs)``; ``fn`` returns the
     output (or, for several ``otypes``, a sequence of them)."""
 
+    itypes: Sequence[Any]
+    otypes: Sequence[Any]
+
     def __init__(
         self,
         fn: Callable[..., Any],

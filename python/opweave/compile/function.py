@@ -12,7 +12,7 @@ import copy
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from opweave import _core
 from opweave.compile._function_args import function_args
@@ -41,7 +41,7 @@ def function(
     givens: Any = None,
     on_unused_input: str | None = None,
     **kwargs: Any,
-) -> Any:
+) -> Function:
     """Compiles the graph from ``inputs`` to ``outputs`` into a callable.
 
     A single output (a variable or an :class:`~opweave.compile.io.Out`)
@@ -68,7 +68,7 @@ def function(
     fgraph = FunctionGraph(
         [*args.inputs, *args.shared], [*args.outputs, *(e for _, e in args.updates)]
     )
-    if mode is None and chosen.linker == "c" and not _all_in_c(fgraph):
+    if chosen.is_default and chosen.linker == "c" and not _all_in_c(fgraph):
         chosen = Mode("c|py", chosen.optimizer)  # as PyTensor's default mode would
     stateful = bool(args.shared)
     single = args.single and not stateful
@@ -205,7 +205,10 @@ def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, lin
                 return fn
         steps = region_steps(fgraph, bound.label)
     fn = _core.Function(impl=NodeRunner(fgraph, bound, single, steps).run, unpack_single=single)
-    fn.compiled_parts = [s.run for s in steps if hasattr(s.run, "compile_seconds")]
+    # The compiled regions' steps run their Functions (which have compile_seconds).
+    fn.compiled_parts = [
+        cast(_core.Function, s.run) for s in steps if hasattr(s.run, "compile_seconds")
+    ]
     # Per node: "hit", "built" or "built_by_other" for compiled code (its
     # region's module), None for a node that runs perform.
     fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]

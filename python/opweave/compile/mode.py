@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Mode", "get_mode", "known_mode_names"]
+__all__ = ["Mode", "get_default_mode", "get_mode", "known_mode_names"]
 
 _LINKERS = ("c", "c|py", "py")
 _NAMED = {
@@ -47,12 +47,26 @@ class Mode:
     ``"default"`` or PyTensor's ``"fast_run"``, keeps it. Outputs are
     protected by DeepCopyOp either way."""
 
+    # The default mode (get_default_mode) runs nodes without C code in
+    # Python; a mode asked for by name, or built, refuses them in C.
+    is_default: bool = False
+
     def __init__(self, linker: Any = "c", optimizer: Any = "default") -> None:
         linker = _linker_name(linker)
         if linker not in _LINKERS:
             raise ValueError(f"unknown linker {linker!r}; expected one of {', '.join(_LINKERS)}")
         self.linker = linker
         self.optimizer = optimizer
+
+    def including(self, *tags: str) -> Mode:
+        """This mode (PyTensor's rewrite tags select rewrites; opweave's
+        rewrites, constant folding and infer_shape, are on or off as a whole
+        with ``optimizer``)."""
+        return self
+
+    def excluding(self, *tags: str) -> Mode:
+        """This mode (see :meth:`including`)."""
+        return self
 
     @property
     def folds_constants(self) -> bool:
@@ -103,13 +117,23 @@ def known_mode_names() -> list[str]:
     return [*_NAMED, *_DEBUG]
 
 
-def get_mode(mode: str | Mode | None) -> Mode:
-    """The :class:`Mode` that ``mode`` names (None: ``config.mode``, by
-    default FAST_RUN, the C linker)."""
-    if mode is None:
-        from opweave.configparser import config
+def get_default_mode() -> Mode:
+    """The mode of :func:`opweave.function` when none is given:
+    ``config.mode`` (by default FAST_RUN, the C linker), which runs the
+    nodes that have no C code in Python."""
+    from opweave.configparser import config
 
-        mode = config.mode
+    mode = get_mode(config.mode)
+    if mode.linker == "c":
+        mode = Mode(mode.linker, mode.optimizer)
+        mode.is_default = True
+    return mode
+
+
+def get_mode(mode: str | Mode | None) -> Mode:
+    """The :class:`Mode` that ``mode`` names (None: :func:`get_default_mode`)."""
+    if mode is None:
+        return get_default_mode()
     if isinstance(mode, Mode):
         return mode
     if isinstance(mode, str):

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from opweave.graph.basic import Apply, Constant, Variable, io_toposort
 from opweave.graph.fg import FunctionGraph
@@ -57,7 +57,7 @@ def fold_constants(
             thunk = _folding_thunk(current, linker)
             if thunk is not None:
                 try:
-                    values = thunk([v.data for v in inputs])
+                    values = thunk([cast(Constant, v).data for v in inputs])
                 except Exception as error:
                     error.add_note(f"raised while folding the constant node {node}")
                     raise
@@ -120,6 +120,11 @@ def view_root(variable: Variable) -> Variable:
 
 
 def prepare(fgraph: FunctionGraph, linker: str, fold: bool = True) -> Prepared:
-    """Folds constants (when ``fold``), then protects the outputs."""
-    outputs = fold_constants(fgraph, fgraph.outputs, linker) if fold else list(fgraph.outputs)
+    """Replaces shapes by what ops' ``infer_shape`` says and folds constants
+    (when ``fold``: the rewrites are on), then protects the outputs."""
+    outputs = list(fgraph.outputs)
+    if fold:
+        from opweave.compile._shape_rewrite import infer_shapes
+
+        outputs = fold_constants(fgraph, infer_shapes(fgraph, outputs), linker)
     return protect_outputs(fgraph.inputs, outputs, linker)

@@ -95,6 +95,7 @@ class NominalVariable(Variable):
     object for the same ``(id, type)``; ``name`` renames it."""
 
     _interned: ClassVar[dict[tuple[Any, Any], NominalVariable]] = {}
+    id: Any  # set by __new__
 
     def __new__(cls, id: Any, typ: Type, name: str | None = None) -> NominalVariable:
         key = (id, typ)

@@ -74,7 +74,7 @@ def perform_params(node: Apply) -> tuple[Any, ...]:
     whose ``perform`` takes a fourth argument, as PyTensor passes them;
     ``()`` otherwise (a ``perform(node, inputs, outputs)`` reads its op's
     attributes itself)."""
-    op = node.op
+    op: Any = node.op  # an op with a params_type has get_params (ops are duck-typed)
     params_type = getattr(op, "params_type", None)
     if params_type is None or not _takes_params(type(op).perform):
         return ()

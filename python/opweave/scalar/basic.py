@@ -83,6 +83,8 @@ def _upcast(names: tuple[str, ...]) -> str:
 class ScalarVariable(Variable):
     """A variable of a :class:`ScalarType`."""
 
+    type: ScalarType
+
     @property
     def dtype(self) -> str:
         """The dtype name of the type."""
@@ -118,7 +120,9 @@ class ScalarType(CType):
 
     # --- Python side ----------------------------------------------------------
 
-    def filter(self, data: Any, strict: bool = False, allow_downcast: bool | None = None) -> Any:
+    def filter(
+        self, data: Any, strict: builtins.bool = False, allow_downcast: builtins.bool | None = None
+    ) -> Any:
         """``data`` as a NumPy scalar of this dtype.
 
         ``strict``: ``data`` must already be one (TypeError otherwise).
@@ -137,6 +141,7 @@ class ScalarType(CType):
             )
         if isinstance(data, np.ndarray) and data.ndim != 0:
             raise TypeError(f"{self} expects a scalar, got an array of shape {data.shape}")
+        converted: np.ndarray | None
         if allow_downcast:
             converted = cast_downcast(data, self.numpy_dtype)
         elif type(data) is float and allow_downcast is None and self.dtype == config.floatX:

@@ -9,7 +9,7 @@ as in PyTensor, so ``itypes = [dvector]`` works in an Op.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,6 +70,11 @@ class TensorType(CType):
 
     variable_type = TensorVariable
     constant_type = TensorConstant
+
+    if TYPE_CHECKING:
+        # Type's methods, which make variables of variable_type.
+        def make_variable(self, name: str | None = None) -> TensorVariable: ...
+        def __call__(self, name: str | None = None) -> TensorVariable: ...
 
     def __init__(
         self,

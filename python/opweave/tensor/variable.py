@@ -36,6 +36,13 @@ class TensorVariable(Variable):
         """Per dimension, True when its static length is 1."""
         return self.type.broadcastable
 
+    @property
+    def shape(self) -> Variable:
+        """The shape, as a graph variable: ``Shape(self)`` (an int64 vector)."""
+        from opweave.tensor.shape import shape
+
+        return shape(self)
+
 
 class TensorConstant(TensorVariable, Constant):
     """A tensor with a fixed value. ``data`` is the filtered ndarray, made

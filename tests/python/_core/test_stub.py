@@ -12,7 +12,10 @@ import opweave
 from opweave import _core
 
 STUB = Path(opweave.__file__).with_name("_core.pyi")
-REGENERATE = "regenerate it: pybind11-stubgen opweave._core -o python"
+REGENERATE = (
+    "regenerate it: pybind11-stubgen opweave._core -o python (keep its hand-written parts: "
+    "see its first lines)"
+)
 
 
 def stub_tree() -> ast.Module:

@@ -117,7 +117,10 @@ class Cells:
                 None if text is None else self.fragment(text, f"{what} {hook}")
                 for hook, text in zip(_HOOKS, texts, strict=True)
             ]
-            self.definitions[name] = self._define(name, *parts)
+            declare, extract, cleanup, init, sync = parts
+            # c_declare, c_extract and c_cleanup are required: hook_text raised if missing.
+            assert declare is not None and extract is not None and cleanup is not None
+            self.definitions[name] = self._define(name, declare, extract, cleanup, init, sync)
         return name
 
     def place(self, name: str, roles: tuple[str, ...]) -> int:

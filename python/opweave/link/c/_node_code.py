@@ -103,7 +103,7 @@ class NodeStructs:
 
     def hook_texts(self, node: Apply, name: str, args: NodeArgs, what: str) -> list[str]:
         """The texts of the node hooks, under node name ``name``."""
-        op = node.op
+        op: Any = node.op  # its C hooks are looked up by name (ops are duck-typed)
         inputs = [literal or f"V_in{k}" for k, literal in enumerate(args.literals)]
         outputs = [f"V_out{k}" for k in range(len(args.outputs))]
         sub, struct_sub = dict(_SUB), dict(_STRUCT_SUB)

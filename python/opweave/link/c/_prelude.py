@@ -38,8 +38,10 @@ NUMPY_PRELUDE = (
 #: starts with.
 PYTHON_PRELUDE = "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
 
-# How long the interpreter waits at exit for prelude builds still running.
+# How long the interpreter waits at exit for prelude builds still running,
+# and for cancelled ones to return.
 _EXIT_WAIT_SECONDS = 10.0
+_CANCELLED_WAIT_SECONDS = 5.0
 
 _lock = threading.Lock()  # guards the collections below
 _builds: dict[tuple[str, str], threading.Thread] = {}  # (cache root, key) -> build in flight
@@ -78,6 +80,7 @@ def start_build(
     process already builds it or failed to. Other processes are kept out by
     the key's lock in the cache."""
     prelude = request.prelude
+    assert prelude is not None  # build_module calls this for a request with a prelude
     key = _core.prelude_key(compiler, request.job, prelude.header_text, prelude.extra)
     build = (str(cache.root), key)
     with _lock:
@@ -126,7 +129,14 @@ def _interrupted() -> bool:
 
 def _at_exit() -> None:
     if _interrupted():
-        _core.cancel_builds()  # their compilers are killed; nothing to wait for
+        # Their compilers are killed at once. The threads are still waited
+        # for (briefly) until they are back in Python: a daemon thread that
+        # takes the GIL back after the interpreter has begun to finalize is
+        # ended by pthread_exit, which inside pybind11's GIL guard (a
+        # destructor) aborts the whole process instead of letting it die of
+        # its KeyboardInterrupt.
+        _core.cancel_builds()
+        wait_for_prelude_builds(_CANCELLED_WAIT_SECONDS)
         return
     wait_for_prelude_builds(_EXIT_WAIT_SECONDS)
 
@@ -141,7 +151,9 @@ def _copy(request: _core.ModuleRequest) -> _core.ModuleRequest:
     copy = _core.ModuleRequest()
     copy.job = job
     copy.covered_header_dirs = list(request.covered_header_dirs)
-    copy.prelude = _core.PreludeRequest(request.prelude.header_text, request.prelude.extra)
+    prelude = request.prelude
+    assert prelude is not None  # as start_build's request has
+    copy.prelude = _core.PreludeRequest(prelude.header_text, prelude.extra)
     return copy
 
 

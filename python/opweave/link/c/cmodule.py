@@ -137,10 +137,12 @@ def numpy_abi_key() -> str:
     NumPy's headers depend on."""
     import numpy as np
 
+    # NumPy's C module has no stub; which of the two paths exists depends on
+    # the NumPy version.
     try:
-        from numpy._core._multiarray_umath import _get_ndarray_c_version
+        from numpy._core._multiarray_umath import _get_ndarray_c_version  # type: ignore[import-not-found]
     except ImportError:  # NumPy 1.x
-        from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore
+        from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore[import-not-found, no-redef]
     return f"numpy={np.__version__};c_api={_get_ndarray_c_version():x}"
 
 

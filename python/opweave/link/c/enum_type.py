@@ -462,6 +462,7 @@ class EnumList(EnumType):
     ) -> None:
         constants: dict[str, Any] = {}
         for index, entry in enumerate(names):
+            value: int | tuple[str, int]  # the index, or (alias, index)
             if isinstance(entry, tuple):
                 if len(entry) != 2:
                     raise TypeError(

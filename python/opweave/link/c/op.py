@@ -204,6 +204,8 @@ class ExternalCOp(COp):
     def _call_code(
         self, node: Any, name: str, inputs: list[str], outputs: list[str], sub: dict[str, str]
     ) -> str:
+        func_name = self.func_name
+        assert func_name is not None  # c_code calls this only with a func_name
         n_in = self._cop_num_inputs if self._cop_num_inputs is not None else len(inputs)
         n_out = self._cop_num_outputs if self._cop_num_outputs is not None else len(outputs)
         if len(inputs) > n_in or len(outputs) > n_out:
@@ -215,10 +217,10 @@ class ExternalCOp(COp):
         args += [f"&{o}" for o in outputs] + ["NULL"] * (n_out - len(outputs))
         if "params" in sub:
             args.append(sub["params"])
-        shown = self.func_name.replace("\\", "\\\\").replace('"', '\\"')
+        shown = func_name.replace("\\", "\\\\").replace('"', '\\"')
         code = (
             "{\n"
-            f"  int __status = {self.func_name}({', '.join(args)});\n"
+            f"  int __status = {func_name}({', '.join(args)});\n"
             "  if (__status != 0) {\n"
             "    if (!PyErr_Occurred())\n"
             "      PyErr_Format(PyExc_RuntimeError,\n"

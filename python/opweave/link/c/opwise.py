@@ -23,7 +23,7 @@ applies the same op to the same types shares it through the module cache.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Constant, Variable
@@ -162,8 +162,11 @@ def _compiled_region(
     )
     outputs = [v for node in nodes for v in node.outputs if id(v) in later]
     graph_inputs = {id(v): position for position, v in enumerate(fgraph.inputs)}
+    # An input of the region that is not one of the graph's is made by an earlier node.
     names = [
-        f"input {graph_inputs[id(v)]}" if id(v) in graph_inputs else f"{v} (made by {v.owner.op})"
+        f"input {graph_inputs[id(v)]}"
+        if id(v) in graph_inputs
+        else f"{v} (made by {cast(Apply, v.owner).op})"
         for v in inputs
     ]
     region = FunctionGraph(inputs, outputs)

@@ -206,7 +206,8 @@ class _Builder:
         value = get_params(node, self.node_label(index, node))
         if value is _NO_PARAMS:
             return None
-        params_type = node.op.params_type
+        op: Any = node.op  # get_params found its params_type (ops are duck-typed)
+        params_type = op.params_type
         value = params_type.filter(value)  # e.g. an enum alias becomes its value
         for constant in self.params.values():
             if constant.type == params_type and _same_value(params_type, constant.data, value):
@@ -276,7 +277,7 @@ class _Builder:
         args = self.place(variable, check, roles, () if constant else ("c_init",))
         cell = self.cells_of[id(variable)]
         position = 0
-        if constant:
+        if isinstance(variable, Constant):
             self.orphans.append(variable.data)
             position = len(self.orphans) - 1
         first = "take" if constant else "empty"
