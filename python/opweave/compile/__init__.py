@@ -1,15 +1,19 @@
-"""Compiling graphs into callables: :func:`function` and the modes, and the
-built-in ops :class:`ViewOp` and :class:`DeepCopyOp` and :class:`DebugMode`
-(loaded on first use)."""
+"""Compiling graphs into callables: :func:`function` and the modes, and
+(loaded on first use) the built-in ops :class:`ViewOp` and
+:class:`DeepCopyOp`, :class:`DebugMode`, :class:`Out` and the shared
+variables (:func:`shared`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opweave.compile.function import Function, function
-from opweave.compile.io import Out
 from opweave.compile.mode import Mode, get_default_mode, get_mode
-from opweave.compile.sharedvalue import SharedVariable, shared
+
+if TYPE_CHECKING:
+    from opweave.compile.debugmode import DebugMode
+    from opweave.compile.io import Out
+    from opweave.compile.sharedvalue import SharedVariable, shared
 
 _OPS = (
     "DeepCopyOp",
@@ -45,4 +49,12 @@ def __getattr__(name: str) -> Any:
         from opweave.compile import ops
 
         return getattr(ops, name)
+    if name == "Out":
+        from opweave.compile.io import Out
+
+        return Out
+    if name in ("SharedVariable", "shared"):
+        from opweave.compile import sharedvalue
+
+        return getattr(sharedvalue, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

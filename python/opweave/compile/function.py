@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from opweave import _core
-from opweave.compile._function_args import function_args
-from opweave.compile._stateful import FunctionRecipe, stateful_function
 from opweave.compile.mode import Mode, get_mode
 from opweave.compile.rewrite import prepare
 from opweave.graph.basic import Variable
@@ -61,6 +59,11 @@ def function(
     module is in the cache).
     """
     start = time.perf_counter()
+    # Here, not at the top: importing opweave stays cheap (shared variables
+    # bring in the tensor types).
+    from opweave.compile._function_args import function_args
+    from opweave.compile._stateful import FunctionRecipe, stateful_function
+
     if kwargs:
         raise TypeError(f"function() got unexpected arguments: {', '.join(kwargs)}")
     args = function_args(inputs, outputs, updates, givens, on_unused_input)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from opweave.compile._c_code_registry import (
     fill_code,
@@ -27,9 +27,11 @@ from opweave.compile._c_code_registry import (
     registry_version,
     store_entry,
 )
-from opweave.compile.from_function import FromFunctionOp, as_op, wrap_py
 from opweave.graph.basic import Apply, Variable
 from opweave.link.c.op import COp
+
+if TYPE_CHECKING:
+    from opweave.compile.from_function import FromFunctionOp, as_op, wrap_py
 
 __all__ = [
     "DeepCopyOp",
@@ -224,3 +226,15 @@ def _register_builtin_types() -> None:
 
 
 _register_builtin_types()
+
+
+_FROM_FUNCTION = ("FromFunctionOp", "as_op", "wrap_py")
+
+
+def __getattr__(name: str) -> Any:
+    # Python functions as ops (PyTensor has them here) load on first use.
+    if name in _FROM_FUNCTION:
+        from opweave.compile import from_function
+
+        return getattr(from_function, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
@@ -124,7 +125,9 @@ def prepare(fgraph: FunctionGraph, linker: str, fold: bool = True) -> Prepared:
     (when ``fold``: the rewrites are on), then protects the outputs."""
     outputs = list(fgraph.outputs)
     if fold:
-        from opweave.compile._shape_rewrite import infer_shapes
+        if "opweave.tensor.shape" in sys.modules:  # else no Shape op was ever made
+            from opweave.compile._shape_rewrite import infer_shapes
 
-        outputs = fold_constants(fgraph, infer_shapes(fgraph, outputs), linker)
+            outputs = infer_shapes(fgraph, outputs)
+        outputs = fold_constants(fgraph, outputs, linker)
     return protect_outputs(fgraph.inputs, outputs, linker)

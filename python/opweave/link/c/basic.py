@@ -13,7 +13,7 @@ import re
 import shlex
 import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -24,12 +24,14 @@ from opweave.graph.basic import Constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
 from opweave.link.c._linker import linker_flags
-from opweave.link.c.dual import DualLinker
 from opweave.link.c.hooks import call_hook
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 from opweave.link.thunk import Linker, Runner
+
+if TYPE_CHECKING:
+    from opweave.link.c.dual import DualLinker
 
 __all__ = ["CLinker", "CompiledGraph", "DualLinker", "MissingCCode", "OpWiseCLinker"]
 
@@ -302,3 +304,12 @@ def _explained(
         summary, error.command, error.diagnostics, error.source, error.exit_status
     )
     return explained
+
+
+def __getattr__(name: str) -> Any:
+    # PyTensor imports DualLinker from here; it is loaded on first use.
+    if name == "DualLinker":
+        from opweave.link.c.dual import DualLinker
+
+        return DualLinker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
