@@ -13,7 +13,7 @@ import pathlib
 import typing
 # Hand-written (keep when regenerating): the types of Function's attributes.
 from opweave.compile._debug_node import NodeCheck
-from opweave.compile._stateful import FunctionRecipe
+from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
@@ -678,6 +678,7 @@ class Function:
     outputs: list[Variable]
     mode: Mode
     recipe: FunctionRecipe
+    maker: FunctionMaker  # PyTensor's f.maker: fgraph, mode, inputs, outputs
     compiled_parts: list[Function]  # "c|py": the compiled regions
     node_outcomes: list[str | None]  # "c|py": per node, None where perform runs
     inner: Function  # with shared variables: the function of inputs and shared values

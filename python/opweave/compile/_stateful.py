@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from opweave import _core
 from opweave.link.callable import InputBinding
 
-__all__ = ["FunctionRecipe", "stateful_function"]
+__all__ = ["FunctionMaker", "FunctionRecipe", "stateful_function"]
 
 
 class FunctionRecipe(NamedTuple):
@@ -32,6 +32,17 @@ class FunctionRecipe(NamedTuple):
     trust_input: bool
     allow_input_downcast: bool | None
     updates: list[tuple[Any, Any]]
+
+
+class FunctionMaker:
+    """What PyTensor code reads from ``f.maker``: the function's graph
+    (``fgraph``, after rewrites), its ``mode``, ``inputs`` and ``outputs``."""
+
+    def __init__(self, fgraph: Any, mode: Any, inputs: list[Any], outputs: list[Any]) -> None:
+        self.fgraph = fgraph
+        self.mode = mode
+        self.inputs = inputs
+        self.outputs = outputs
 
 
 def stateful_function(inner: Any, binding: InputBinding, args: Any) -> Any:

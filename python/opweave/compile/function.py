@@ -62,7 +62,7 @@ def function(
     # Here, not at the top: importing opweave stays cheap (shared variables
     # bring in the tensor types).
     from opweave.compile._function_args import function_args
-    from opweave.compile._stateful import FunctionRecipe, stateful_function
+    from opweave.compile._stateful import FunctionMaker, FunctionRecipe, stateful_function
 
     if kwargs:
         raise TypeError(f"function() got unexpected arguments: {', '.join(kwargs)}")
@@ -108,6 +108,7 @@ def function(
     fn.inputs = args.inputs
     fn.outputs = args.outputs
     fn.mode = chosen
+    fn.maker = FunctionMaker(fgraph, chosen, args.inputs, args.outputs)
     fn.recipe = FunctionRecipe(
         args.inputs,
         args.outputs[0] if args.single else args.outputs,

@@ -108,3 +108,10 @@ def test_bad_updates_are_refused() -> None:
         function([x], x, updates=[(state, iscalar("i"))], on_unused_input="ignore")
     with pytest.raises(TypeError, match="leave it out of the inputs"):
         function([state], plus(state, state))
+
+
+def test_maker_shows_the_graph_and_mode() -> None:
+    x = dvector("x")
+    f = function([x], plus(x, x), mode="c|py")
+    assert f.maker.fgraph is f.fgraph and f.maker.mode == f.mode
+    assert f.maker.inputs == [x] and len(f.maker.outputs) == 1

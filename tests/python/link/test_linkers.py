@@ -128,3 +128,10 @@ def test_code_gen_is_the_module_source() -> None:
     linker = CLinker().accept(FunctionGraph([x], [Plus()(x, x)]))
     assert "PyNumber_Add" in linker.code_gen()
     assert linker.code_gen() == linker.get_src_code()
+
+
+def test_to_return_values_unpacks_a_single_value() -> None:
+    from opweave.link.utils import to_return_values
+
+    assert to_return_values([3]) == 3
+    assert to_return_values((1, 2)) == [1, 2]
