@@ -58,13 +58,10 @@ def function_args(
         replaced = clone_replace([*variables, *(e for _, e in pairs)], givens)
         variables = replaced[: len(variables)]
         pairs = [(s, e) for (s, _), e in zip(pairs, replaced[len(variables) :], strict=True)]
-    needed = [*variables, *(e for _, e in pairs)]
-    _check_unused(inputs, needed, on_unused_input or config.on_unused_input)
-    shared = [
-        v
-        for v in ancestors(needed, inputs)
-        if isinstance(v, SharedVariable) and not any(v is i for i in inputs)
-    ]
+    reached = list(ancestors([*variables, *(e for _, e in pairs)], inputs))
+    _check_unused(inputs, reached, on_unused_input or config.on_unused_input)
+    # (No input is a shared variable: checked above.)
+    shared = [v for v in reached if isinstance(v, SharedVariable)]
     for variable, _ in pairs:
         if not any(variable is s for s in shared):
             shared.append(variable)
@@ -96,12 +93,13 @@ def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Variable]]:
     return pairs
 
 
-def _check_unused(inputs: Sequence[Variable], needed: list[Variable], policy: str) -> None:
+def _check_unused(inputs: Sequence[Variable], reached: list[Variable], policy: str) -> None:
+    """``reached``: every variable the outputs and updates depend on."""
     if policy not in ("raise", "warn", "ignore"):
         raise ValueError(f"on_unused_input must be 'raise', 'warn' or 'ignore', got {policy!r}")
     if policy == "ignore":
         return
-    used = {id(v) for v in ancestors(needed, inputs)}
+    used = {id(v) for v in reached}
     for position, variable in enumerate(inputs):
         if id(variable) not in used:
             message = (

@@ -64,12 +64,9 @@ def stateful_function(inner: Any, binding: InputBinding, args: Any) -> Any:
             variable.set_value(value, borrow=True)
         return results[0] if single else list(results[:n_outputs])
 
-    fn = _core.Function(impl=run, unpack_single=False)
-    for attribute in ("source", "library", "cache_outcome", "compile_seconds", "compile_units"):
-        if hasattr(inner, attribute):
-            setattr(fn, attribute, getattr(inner, attribute))
-    if hasattr(inner, "compiled_parts"):
-        fn.compiled_parts = inner.compiled_parts
+    from opweave.compile.function import wrapping_function
+
+    fn = wrapping_function(run, inner, unpack_single=False)
     fn.inner = inner
     return fn
 

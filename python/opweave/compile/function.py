@@ -71,7 +71,7 @@ def function(
     fgraph = FunctionGraph(
         [*args.inputs, *args.shared], [*args.outputs, *(e for _, e in args.updates)]
     )
-    if chosen.is_default and chosen.linker == "c" and not _all_in_c(fgraph):
+    if chosen.is_default and not _all_in_c(fgraph):  # the default mode is C
         chosen = Mode("c|py", chosen.optimizer)  # as PyTensor's default mode would
     stateful = bool(args.shared)
     single = args.single and not stateful
@@ -180,10 +180,28 @@ def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
             results[position] = copy.deepcopy(results[position])
         return results[0] if single else results
 
-    fn = _core.Function(impl=run, unpack_single=single)
-    fn.source, fn.library, fn.cache_outcome = inner.source, inner.library, inner.cache_outcome
-    fn.compile_seconds, fn.compile_units = inner.compile_seconds, inner.compile_units
+    return wrapping_function(run, inner, single)
+
+
+def wrapping_function(run: Any, inner: Any, unpack_single: bool) -> Any:
+    """A Function running ``run``, a Python wrapper around the Function
+    ``inner``, that shows ``inner``'s compiled module (source, library,
+    cache outcome, compile seconds and units, compiled parts)."""
+    fn = _core.Function(impl=run, unpack_single=unpack_single)
+    for attribute in _COMPILED_ATTRIBUTES:
+        if hasattr(inner, attribute):
+            setattr(fn, attribute, getattr(inner, attribute))
     return fn
+
+
+_COMPILED_ATTRIBUTES = (
+    "source",
+    "library",
+    "cache_outcome",
+    "compile_seconds",
+    "compile_units",
+    "compiled_parts",
+)
 
 
 def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, linker: str) -> Any:

@@ -135,23 +135,6 @@ class PerformLinker(Linker):
             )
         return perform_thunk(node)
 
-    def make_thunk(
-        self,
-        input_storage: Sequence[list[Any]] | None = None,
-        output_storage: Sequence[list[Any]] | None = None,
-        storage_map: Any = None,
-        **kwargs: Any,
-    ) -> tuple[Any, list[Any], list[Any]]:
-        """``(thunk, input_containers, output_containers)`` running every
-        node's ``perform`` (see :mod:`opweave.link.thunk`)."""
-        from opweave.compile.function import graph_function
-        from opweave.link.thunk import thunk_of
-
-        if self.fgraph is None:
-            raise ValueError("PerformLinker.accept(fgraph) must be called first")
-        run = graph_function(self.fgraph, "py", "PerformLinker thunk")
-        return thunk_of(run, self.fgraph, input_storage, output_storage, "perform")
-
     def thunks(self) -> list[NodeThunk]:
         """One thunk per node of the bound graph, in topological order."""
         nodes = self.bound_graph().toposort()

@@ -194,20 +194,18 @@ class CLinker(Linker):
         type's ``(name, c_code_cache_version)``; ``inputs``, per input, the
         value of a constant given as an input (its code is the same for every
         value: the caller passes it) or None."""
-        if self.fgraph is None:
-            raise OpweaveError("CLinker.accept(fgraph) must be called first")
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         job = self.compile_job(graph.objects, compiler)
         extra = self.key_extra(graph.objects)
-        source = _core.assemble_module(graph.whole or graph.spec)["text"]
+        source = _whole_source(graph)
         versions = tuple(
             (type(obj).__qualname__, call_hook(obj, "c_code_cache_version", default=()))
             for obj in graph.objects
         )
         inputs = tuple(
             (str(v.type), repr(v.data)) if isinstance(v, Constant) else None
-            for v in self.fgraph.inputs
+            for v in self.bound_graph().inputs
         )
         return (versions, _core.module_key(source, compiler, job, extra), inputs)
 
@@ -218,8 +216,7 @@ class CLinker(Linker):
     def get_src_code(self) -> str:
         """The C++ source of the bound graph's module, as one translation
         unit (a large graph is compiled in units, but reads as one)."""
-        graph = self.graph_spec(self.compiler())
-        return _core.assemble_module(graph.whole or graph.spec)["text"]
+        return _whole_source(self.graph_spec(self.compiler()))
 
     def compile(self) -> CompiledGraph:
         """Builds (or finds in the cache) and imports the graph's module.
@@ -276,6 +273,11 @@ class CLinker(Linker):
             if assembled["units"]:
                 raise
             raise _explained(error, assembled["line_map"], graph.origins) from None
+
+
+def _whole_source(graph: GraphSpec) -> str:
+    """The module's source as one translation unit."""
+    return str(_core.assemble_module(graph.whole or graph.spec)["text"])
 
 
 def _explained(

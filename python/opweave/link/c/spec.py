@@ -133,6 +133,7 @@ class _Builder:
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
         self.next_id = len(fgraph.inputs) + 1
+        self.input_ids = {id(v) for v in fgraph.inputs}
         self.nodes = fgraph.toposort()
         self.output_slots: dict[int, list[int]] = {}
         self.cells_of: dict[int, str] = {}  # id(variable) -> its cell struct
@@ -217,7 +218,7 @@ class _Builder:
     def _literal(self, variable: Variable) -> str | None:
         if not isinstance(variable, Constant) or id(variable) in self.output_slots:
             return None
-        if any(variable is v for v in self.fgraph.inputs):
+        if id(variable) in self.input_ids:
             return None  # a constant given as an input: the caller gives its value
         value = call_hook(variable.type, "c_literal", variable.data)
         return f"({value})" if value else None
@@ -413,13 +414,14 @@ class _Builder:
         self.check_c_support()
         for position, variable in enumerate(self.fgraph.inputs):
             self.add_input(position, variable)
-        inputs = {id(v) for v in self.fgraph.inputs}
         for node in self.nodes:
             for variable in node.outputs:
                 if id(variable) in self.output_slots:
                     self.add_output(variable)
         for variable in self.variables:
-            if id(variable) in inputs or (variable.owner and id(variable) in self.output_slots):
+            if id(variable) in self.input_ids or (
+                variable.owner and id(variable) in self.output_slots
+            ):
                 continue
             if self.literal(variable) is None:
                 self.add_struct_variable(variable)
