@@ -143,6 +143,7 @@ const char* event_kind_name(CacheEvent::Kind kind) {
     case CacheEvent::Kind::quarantined: return "quarantined";
     case CacheEvent::Kind::repaired: return "repaired";
     case CacheEvent::Kind::stale: return "stale";
+    case CacheEvent::Kind::unusable: return "unusable";
     }
     return "unknown";
 }
@@ -164,6 +165,7 @@ void init_records(py::module_& m) {
         .def_readonly("dir", &Entry::dir)
         .def_readonly("kind", &Entry::kind)
         .def_property_readonly("label", [](const Entry& e) { return text(e.label); })
+        .def_property_readonly("environment", [](const Entry& e) { return text(e.environment); })
         .def_property_readonly("key_material",
                                [](const Entry& e) { return text(e.key_material); })
         .def_property_readonly("command", [](const Entry& e) { return text(e.command); })
@@ -177,7 +179,8 @@ void init_records(py::module_& m) {
              "The path of the first file whose name ends with `suffix`, or an empty path.");
     py::class_<CacheEvent>(m, "CacheEvent",
                            "Something found wrong on disk, and what was done about it.\n"
-                           "kind: 'quarantined', 'repaired' or 'stale'.")
+                           "kind: 'quarantined', 'repaired', 'stale' or 'unusable' (an entry of a\n"
+                           "read-only cache that does not verify, left as it is).")
         .def_property_readonly("kind", [](const CacheEvent& e) { return event_kind_name(e.kind); })
         .def_readonly("path", &CacheEvent::path)
         .def_property_readonly("problem", [](const CacheEvent& e) { return text(e.problem); })
@@ -223,17 +226,28 @@ void init_module_cache(py::module_& m) {
                             "The on-disk, content-addressed cache of compiled modules.\n"
                             "Lookups take no lock and verify entries; builds take a per-key lock.")
         .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout,
-                         std::optional<std::uint64_t> max_total_bytes, int compile_jobs) {
+                         std::optional<std::uint64_t> max_total_bytes, int compile_jobs,
+                         bool read_only, std::vector<std::filesystem::path> shared_roots) {
                  CacheOptions options;
                  options.root = root.value_or(std::filesystem::path());
                  options.lock_timeout_seconds = lock_timeout;
                  options.max_total_bytes = max_total_bytes;
                  options.compile_jobs = compile_jobs;
+                 options.read_only = read_only;
+                 options.shared_roots = std::move(shared_roots);
                  py::gil_scoped_release release;
                  return std::make_unique<ModuleCache>(options);
              }),
              py::arg("root") = py::none(), py::arg("lock_timeout") = 1800.0,
-             py::arg("max_total_bytes") = py::none(), py::arg("compile_jobs") = 0)
+             py::arg("max_total_bytes") = py::none(), py::arg("compile_jobs") = 0,
+             py::arg("read_only") = false,
+             py::arg("shared_roots") = std::vector<std::filesystem::path>{},
+             "Opens the cache at `root` (created if needed). read_only: use its entries and\n"
+             "never write there. shared_roots: read-only caches looked up first.")
+        .def_property_readonly("read_only",
+                               [](const ModuleCache& c) { return c.options().read_only; })
+        .def_property_readonly("shared_roots",
+                               [](const ModuleCache& c) { return c.options().shared_roots; })
         .def_static("default_root", &ModuleCache::default_root)
         .def_static("check_key", &ModuleCache::check_key, py::arg("key"))
         .def_property_readonly("root", &ModuleCache::root)
@@ -266,6 +280,22 @@ void init_module_cache(py::module_& m) {
             "Returns a CacheResult. On a miss, calls build(staging_dir) with the key's\n"
             "lock held; it writes the entry's files and returns None or a dict with\n"
             "kind, label, key_material, command and compile_seconds.")
+        .def(
+            "adopt",
+            [](ModuleCache& cache, const std::string& key, const py::bytes& metadata,
+               const std::vector<std::pair<std::string, py::bytes>>& files) {
+                ForeignEntry foreign;
+                foreign.metadata = std::string(metadata);
+                for (const auto& [name, content] : files) {
+                    foreign.files.emplace_back(name, std::string(content));
+                }
+                return PythonMonitor::run(
+                    [&](BuildMonitor* monitor) { return cache.adopt(key, foreign, monitor); });
+            },
+            py::arg("key"), py::arg("metadata"), py::arg("files"),
+            "Publishes an entry built elsewhere (its meta.json and [(name, bytes)] of its\n"
+            "files) once it verifies as a local entry would: CacheError says what does not.\n"
+            "Returns a CacheResult.")
         .def(
             "quarantine",
             [](ModuleCache& cache, const std::string& key, const std::string& problem,

@@ -138,6 +138,8 @@ void init_request(py::module_& m) {
         .def_readwrite("job", &ModuleRequest::job)
         .def_readwrite("extra", &ModuleRequest::extra, "Key material beyond the job.")
         .def_readwrite("label", &ModuleRequest::label, "What it is (op names), for listings.")
+        .def_readwrite("environment", &ModuleRequest::environment,
+                       "Recorded in the entries it builds (exports compare it).")
         .def_readwrite("covered_header_dirs", &ModuleRequest::covered_header_dirs,
                        "Header directories the key covers (not tracked).")
         .def_readwrite("prelude", &ModuleRequest::prelude)
@@ -195,9 +197,19 @@ void init_compiler(py::module_& m) {
     init_request(m);
     init_prelude(m);
 
-    m.def("module_key", &module_key, py::arg("source"), py::arg("compiler"), py::arg("job"),
+    m.def("module_key",
+          static_cast<std::string (*)(std::string_view, const Compiler&, const CompileJob&,
+                                      std::string_view)>(&module_key),
+          py::arg("source"), py::arg("compiler"), py::arg("job"),
           py::arg("extra") = "",
           "The cache key of `source` compiled by `compiler` with `job`.");
+    m.def(
+        "request_key",
+        [](const Compiler& compiler, const ModuleRequest& request) {
+            return module_key(compiler, request);
+        },
+        py::arg("compiler"), py::arg("request"),
+        "The key build_module looks up for `request` (its units' keys included).");
     m.def("unit_key", &unit_key, py::arg("unit"), py::arg("compiler"), py::arg("job"),
           py::arg("extra") = "",
           "The cache key of `unit` compiled for a module with `job` and `extra`.");

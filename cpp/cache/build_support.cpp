@@ -62,6 +62,9 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 std::string display_command(const CompileResult& result, const std::filesystem::path& staging,
                             const std::filesystem::path& entry) {
     std::string command;
+    if (!result.working_dir.empty()) {
+        command = "cd " + shell_quoted(result.working_dir.string());
+    }
     for (const auto& words : result.commands) {
         std::string line;
         for (const std::string& word : words) {
@@ -81,7 +84,8 @@ std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const Modul
         return {};
     }
     HeaderFilter filter;
-    filter.working_dir = std::filesystem::current_path();
+    filter.working_dir =
+        staged.working_dir.empty() ? std::filesystem::current_path() : staged.working_dir;
     filter.source = staged.source;
     filter.skip_dirs.push_back(cache.root());
     for (const std::string& dir : request.covered_header_dirs) {

@@ -158,6 +158,7 @@ void verify_one(const cache::Places& places, const util::Dir& shard, const std::
 }  // namespace
 
 std::vector<Entry> ModuleCache::list() const {
+    refuse_if_read_only("list");
     const cache::Places places = cache::open_places(m_root, nullptr);
     std::vector<Entry> entries;
     for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
@@ -169,6 +170,7 @@ std::vector<Entry> ModuleCache::list() const {
 }
 
 CacheStats ModuleCache::stats() const {
+    refuse_if_read_only("list");
     CacheStats stats;
     for (const Entry& entry : list()) {
         ++stats.entries;
@@ -189,6 +191,7 @@ CacheStats ModuleCache::stats() const {
 }
 
 VerifyReport ModuleCache::verify(Repair repair) {
+    refuse_if_read_only("verify");
     const cache::Places places = cache::open_places(m_root, nullptr);
     VerifyReport report;
     CacheCounters counts;
@@ -217,6 +220,7 @@ VerifyReport ModuleCache::verify(Repair repair) {
 }
 
 bool ModuleCache::evict(std::string_view key) {
+    refuse_if_read_only("evict from");
     check_key(key);
     const cache::Places places = cache::open_places(m_root, nullptr);
     const auto shard = open_trusted(places.entries, cache::shard_name(key));
@@ -235,6 +239,7 @@ bool remove_listed(const cache::Places& places, const Entry& entry) {
 }  // namespace
 
 std::size_t ModuleCache::clear() {
+    refuse_if_read_only("clear");
     const cache::Places places = cache::open_places(m_root, nullptr);
     std::size_t removed = 0;
     for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
@@ -252,6 +257,7 @@ std::size_t ModuleCache::clear() {
 
 PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
                                std::optional<double> older_than_seconds, std::string_view keep) {
+    refuse_if_read_only("prune");
     const cache::Places places = cache::open_places(m_root, nullptr);
     std::vector<Entry> entries = list();
     std::sort(entries.begin(), entries.end(),
@@ -281,7 +287,10 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
     return result;
 }
 
-std::size_t ModuleCache::sweep() { return cache::sweep(cache::open_places(m_root, nullptr), nullptr); }
+std::size_t ModuleCache::sweep() {
+    refuse_if_read_only("sweep");
+    return cache::sweep(cache::open_places(m_root, nullptr), nullptr);
+}
 
 namespace cache {
 

@@ -140,6 +140,7 @@ std::string metadata_json(const Entry& entry) {
         {"key", entry.key},
         {"kind", entry.kind},
         {"label", entry.label},
+        {"environment", entry.environment},
         {"key_material", entry.key_material},
         {"command", entry.command},
         {"compile_seconds", entry.compile_seconds},
@@ -179,6 +180,9 @@ std::optional<Entry> parse_metadata(std::string_view text) {
         read_records<EntryFile>(*json, "files", read_file_record, entry.files) &&
         read_string(*json, "headers", header_text) && read_header_lines(header_text, entry.headers);
     if (!complete) {
+        return std::nullopt;
+    }
+    if (json->find("environment") != nullptr && !read_string(*json, "environment", entry.environment)) {
         return std::nullopt;
     }
     return entry;

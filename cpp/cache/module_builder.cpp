@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -68,9 +69,35 @@ CompileResult compile_with_fallback(const CompileStep& compile, CompileJob& stag
 // where the entry keeps it, not the staging directory, which is gone after
 // the build (the text attributes its lines to OPWEAVE_MODULE_SOURCE; see
 // module_source.hpp). The flag changes no code, only the paths recorded.
-std::vector<std::string> source_path_flags(const std::filesystem::path& source) {
+//
+// Not through a launcher: the path names the cache root, and a launcher
+// hashes it, so no other root (no other machine) would ever hit. Such a
+// compile runs in its staging directory with relative names, its lines are
+// attributed to the relative name, and its diagnostics are pointed at the
+// kept source (rethrow_with_kept_source).
+std::vector<std::string> source_path_flags(const Compiler& compiler,
+                                           const std::filesystem::path& source) {
+    if (!compiler.identity().launcher.empty()) {
+        return {};
+    }
     const std::string path = source.string();
     return {"-DOPWEAVE_MODULE_SOURCE=\"" + util::c_string_body(path) + "\""};
+}
+
+// `text` with the bare file name `name` (as a compile in its working
+// directory names its source) replaced by `to` where it starts a word.
+std::string replace_bare_name(std::string text, const std::string& name, const std::string& to) {
+    for (std::size_t at = text.find(name); at != std::string::npos;
+         at = text.find(name, at + 1)) {
+        const char before = at == 0 ? ' ' : text[at - 1];
+        const bool in_word = std::isalnum(static_cast<unsigned char>(before)) != 0 ||
+                             std::string_view("_./-").find(before) != std::string_view::npos;
+        if (!in_word) {
+            text.replace(at, name.size(), to);
+            at += to.size() - 1;
+        }
+    }
+    return text;
 }
 
 std::string describe_list(std::string_view name, const std::vector<std::string>& items) {
@@ -169,6 +196,9 @@ private:
         what = cache::replace_all(what, path.string(), kept.string());
         diagnostics = cache::replace_all(diagnostics, path.string(), kept.string());
     }
+    const std::string bare = cited.front().filename().string();
+    what = replace_bare_name(what, bare, kept.string());
+    diagnostics = replace_bare_name(diagnostics, bare, kept.string());
     throw CompileError(what, error.command(), diagnostics, kept, error.exit_status());
 }
 
@@ -233,13 +263,36 @@ struct StagedCompile {
     bool used_prelude = false;  // the compile that succeeded included it
 };
 
+// The job as its keys see it: directories made absolute, and the
+// directories whose headers `extra` covers (Python's and NumPy's, which
+// enter by version) named by a placeholder instead of their path, so that
+// two environments of the same versions at different paths (two venvs, two
+// machines) share keys.
+CompileJob keyed_job(const CompileJob& absolute, const std::vector<std::string>& covered) {
+    CompileJob keyed = absolute;
+    for (std::string& dir : keyed.include_dirs) {
+        for (const std::string& cover : covered) {
+            const std::filesystem::path path(cover);
+            if (dir == (path.is_absolute() ? path : std::filesystem::absolute(path))
+                           .lexically_normal()
+                           .string()) {
+                dir = "<covered by extra>";
+                break;
+            }
+        }
+    }
+    return keyed;
+}
+
 class Builder {
 public:
     Builder(ModuleCache& cache, const Compiler& compiler, const ModuleRequest& request)
         : m_cache(cache), m_compiler(compiler), m_request(request),
-          m_job(cache::absolute_dirs(request.job)) {}
+          m_job(cache::absolute_dirs(request.job)),
+          m_keyed(keyed_job(m_job, request.covered_header_dirs)) {}
 
     const CompileJob& job() const { return m_job; }
+    const CompileJob& keyed() const { return m_keyed; }
 
     std::optional<Entry> prelude(BuildMonitor* monitor, std::vector<CacheEvent>& events) const {
         return usable_prelude(m_cache, m_compiler, m_request, m_job, monitor, events);
@@ -257,7 +310,9 @@ public:
         staged.source = staging / names.source;
         staged.output = staging / names.output;
         staged.depfile = staging / names.depfile;
-        const std::vector<std::string> kept = source_path_flags(entry_dir / names.source);
+        staged.working_dir = staging;
+        const std::vector<std::string> kept =
+            source_path_flags(m_compiler, entry_dir / names.source);
         staged.unkeyed_flags = kept;
         if (prelude) {
             const std::vector<std::string> include = prelude_include_flags(prelude->dir);
@@ -292,7 +347,8 @@ public:
         BuildRecord record;
         record.kind = kind;
         record.label = label;
-        record.key_material = material_of(m_compiler, m_job, m_request.extra);
+        record.environment = m_request.environment;
+        record.key_material = material_of(m_compiler, m_keyed, m_request.extra);
         record.command = cache::display_command(compiled.result, staging, entry_dir);
         record.compile_seconds = compiled.result.seconds;
         record.headers = compiled.headers;
@@ -400,7 +456,8 @@ private:
     ModuleCache& m_cache;
     const Compiler& m_compiler;
     const ModuleRequest& m_request;
-    CompileJob m_job;
+    CompileJob m_job;    // as compiled
+    CompileJob m_keyed;  // as keyed
 };
 
 using Seconds = std::chrono::duration<double>;
@@ -472,6 +529,24 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
     return built;
 }
 
+// The keys of the request's units, in order.
+std::vector<std::string> unit_keys_of(const CompileJob& keyed, const Compiler& compiler,
+                                      const ModuleRequest& request) {
+    std::vector<std::string> keys;
+    for (const TranslationUnit& unit : request.units) {
+        keys.push_back(unit_key_of(unit, compiler, keyed, request.extra));
+    }
+    return keys;
+}
+
+// The key of the module of `request`, whose units have `unit_keys`.
+std::string request_key_of(const CompileJob& keyed, const Compiler& compiler,
+                           const ModuleRequest& request,
+                           const std::vector<std::string>& unit_keys) {
+    return request.units.empty()
+               ? key_of(request.source, compiler, keyed, request.extra)
+               : key_of(request.source, compiler, keyed, request.extra, "linked", unit_keys);
+}
 
 }  // namespace
 
@@ -490,17 +565,17 @@ std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
     return unit_key_of(unit, compiler, cache::absolute_dirs(job), extra);
 }
 
+std::string module_key(const Compiler& compiler, const ModuleRequest& request) {
+    const CompileJob keyed =
+        keyed_job(cache::absolute_dirs(request.job), request.covered_header_dirs);
+    return request_key_of(keyed, compiler, request, unit_keys_of(keyed, compiler, request));
+}
+
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor) {
     const Builder builder(cache, compiler, request);
-    std::vector<std::string> unit_keys;
-    for (const TranslationUnit& unit : request.units) {
-        unit_keys.push_back(unit_key_of(unit, compiler, builder.job(), request.extra));
-    }
-    const std::string key =
-        request.units.empty()
-            ? key_of(request.source, compiler, builder.job(), request.extra)
-            : key_of(request.source, compiler, builder.job(), request.extra, "linked", unit_keys);
+    const std::vector<std::string> unit_keys = unit_keys_of(builder.keyed(), compiler, request);
+    const std::string key = request_key_of(builder.keyed(), compiler, request, unit_keys);
     const std::filesystem::path entry_dir = cache.entry_dir(key);
     std::vector<CacheEvent> build_events;
     std::vector<BuiltUnit> built_units;

@@ -61,7 +61,9 @@ constexpr const char* k_cachedir_tag =
 std::filesystem::path resolve_root(const CacheOptions& options) {
     std::filesystem::path root =
         options.root.empty() ? ModuleCache::default_root() : std::filesystem::absolute(options.root);
-    util::make_dirs(root);
+    if (!options.read_only) {
+        util::make_dirs(root);
+    }
     std::error_code error;
     std::filesystem::path real = std::filesystem::canonical(root, error);
     return error ? root : real;
@@ -126,15 +128,103 @@ std::filesystem::path Entry::file_ending(std::string_view suffix) const {
     return {};
 }
 
+namespace {
+
+// The owner of a read-only root, which must be a directory that nobody but
+// its owner can write to. Throws CacheError.
+uid_t read_only_owner(const std::filesystem::path& root) {
+    struct stat st {};
+    if (::stat(root.c_str(), &st) != 0) {
+        throw CacheError("cannot use the read-only cache " + root.string() + ": " +
+                             std::strerror(errno),
+                         root);
+    }
+    const util::Trust trust = util::check_trust(st, true, st.st_uid);
+    if (trust != util::Trust::ok) {
+        throw CacheError("cannot use the read-only cache " + root.string() + ": it " +
+                             util::describe_trust(trust, st) +
+                             "; others could plant code in it (make it writable by its owner "
+                             "only, e.g. chmod go-w)",
+                         root);
+    }
+    return st.st_uid;
+}
+
+}  // namespace
+
 ModuleCache::ModuleCache(CacheOptions options)
     : m_root(resolve_root(options)),
       m_options(std::move(options)),
       m_impl(std::make_unique<Impl>()) {
+    if (m_options.read_only) {
+        m_impl->owner = read_only_owner(m_root);
+        return;
+    }
+    m_impl->owner = ::geteuid();
     const util::Dir root = cache::open_root(m_root);
     if (!root.stat(std::string("CACHEDIR.TAG"))) {
         // Only a courtesy to backup tools; a read-only root still works.
         root.write_file("CACHEDIR.TAG", k_cachedir_tag, 0600, util::Sync::no);
     }
+    for (const std::filesystem::path& shared : m_options.shared_roots) {
+        CacheOptions layer;
+        layer.root = shared;
+        layer.read_only = true;
+        m_impl->layers.push_back(std::make_unique<ModuleCache>(std::move(layer)));
+    }
+}
+
+void ModuleCache::refuse_if_read_only(const char* what) const {
+    if (m_options.read_only) {
+        throw CacheError("the cache " + m_root.string() + " is read-only: cannot " + what + " it",
+                         m_root);
+    }
+}
+
+namespace {
+
+// `name` in `parent`, when it is a directory that `owner` or this user owns
+// and nobody else can write; what is wrong with it goes to `events`.
+std::optional<util::Dir> open_read_only(const util::Dir& parent, const std::string& name,
+                                        uid_t owner, std::vector<CacheEvent>* events) {
+    const std::optional<struct stat> st = parent.stat(name);
+    if (!st) {
+        return std::nullopt;
+    }
+    const util::Trust trust = util::check_trust(*st, true, owner);
+    if (trust != util::Trust::ok) {
+        if (events != nullptr) {
+            events->push_back({CacheEvent::Kind::unusable, parent.path_of(name),
+                               util::describe_trust(trust, *st)});
+        }
+        return std::nullopt;
+    }
+    return parent.open_dir(name);
+}
+
+}  // namespace
+
+std::optional<Entry> ModuleCache::lookup_read_only(std::string_view key,
+                                                   std::vector<CacheEvent>* events) const {
+    const uid_t owner = m_impl->owner;
+    std::optional<util::Dir> dir = util::Dir::open(m_root);
+    for (const std::string& name :
+         {cache::version_dir_name(), std::string(cache::k_entries_dir), cache::shard_name(key)}) {
+        dir = dir ? open_read_only(*dir, name, owner, events) : std::nullopt;
+    }
+    if (!dir) {
+        return std::nullopt;
+    }
+    EntryCheck check = cache::check_entry(*dir, key, cache::Memo::use, owner);
+    if (check.state == EntryState::valid) {
+        return std::move(check.entry);
+    }
+    if (check.state != EntryState::missing && events != nullptr) {
+        events->push_back({check.state == EntryState::stale ? CacheEvent::Kind::stale
+                                                            : CacheEvent::Kind::unusable,
+                           dir->path_of(key), check.problem});
+    }
+    return std::nullopt;
 }
 
 ModuleCache::~ModuleCache() {
@@ -239,6 +329,7 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
     entry.key = std::string(key);
     entry.kind = record.kind;
     entry.label = record.label;
+    entry.environment = record.environment;
     entry.key_material = record.key_material;
     entry.command = record.command;
     entry.compile_seconds = record.compile_seconds;
@@ -286,6 +377,14 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
 std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<CacheEvent>* events,
                                          BuildMonitor* monitor, Blocking wait) {
     check_key(key);
+    if (m_options.read_only) {
+        return lookup_read_only(key, events);
+    }
+    for (const std::unique_ptr<ModuleCache>& layer : m_impl->layers) {
+        if (std::optional<Entry> shared = layer->lookup_read_only(key, events)) {
+            return shared;
+        }
+    }
     const cache::Places places = cache::open_places(m_root, events);
     const auto shard =
         cache::open_layout_dir(places.entries, cache::shard_name(key), cache::Create::no, events);
@@ -316,6 +415,9 @@ std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<Cache
 bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
                              std::string_view holding, BuildMonitor* monitor) {
     check_key(key);
+    if (m_options.read_only) {
+        return false;  // left as it is; lookups report it
+    }
     const cache::Places places = cache::open_places(m_root, nullptr);
     const auto shard = cache::open_layout_dir(places.entries, cache::shard_name(key),
                                               cache::Create::no, nullptr);
@@ -341,8 +443,18 @@ bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
 CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build,
                                       BuildMonitor* monitor) {
     check_key(key);
+    refuse_if_read_only("build in");
     CacheResult result;
     CacheCounters counts;
+    for (const std::unique_ptr<ModuleCache>& layer : m_impl->layers) {
+        if (std::optional<Entry> shared = layer->lookup_read_only(key, &result.events)) {
+            counts.hits = 1;
+            counts.saved_seconds = shared->compile_seconds;
+            m_impl->counters.add(counts);
+            result.entry = std::move(*shared);
+            return result;
+        }
+    }
     const cache::Places places = cache::open_places(m_root, &result.events);
     const util::Dir shard = cache::require_layout_dir(places.entries, cache::shard_name(key),
                                                       &result.events);
@@ -390,7 +502,7 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
 }
 
 void ModuleCache::flush_counters() {
-    if (!m_impl->counters.pending()) {
+    if (m_options.read_only || !m_impl->counters.pending()) {
         return;
     }
     // Creates nothing: a cache removed meanwhile (a private one, removed at
@@ -406,6 +518,7 @@ void ModuleCache::flush_counters() {
 std::filesystem::path ModuleCache::keep_failed_source(std::string_view key,
                                                       std::string_view source) {
     check_key(key);
+    refuse_if_read_only("keep a failed source in");
     const cache::Places places = cache::open_places(m_root, nullptr);
     const util::Dir failed = cache::require_layout_dir(places.version, cache::k_failed_dir, nullptr);
     const std::string name = std::string(key) + ".cpp";

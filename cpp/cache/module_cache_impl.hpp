@@ -3,6 +3,9 @@
 // listing, verifying, pruning, sweeping).
 #pragma once
 
+#include <sys/types.h>
+
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +22,8 @@ namespace opweave {
 class ModuleCache::Impl {
 public:
     cache::PendingCounters counters;
+    uid_t owner = 0;  // of the root: trusted as this user is, when read-only
+    std::vector<std::unique_ptr<ModuleCache>> layers;  // CacheOptions::shared_roots
 };
 
 namespace cache {

@@ -137,6 +137,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         BuildRecord record;
         record.kind = "prelude";
         record.label = "precompiled " + included_names(header_text);
+        record.environment = request.environment;
         record.headers = cache::compiled_headers(cache, request, staged, start);
         record.key_material = prelude_key_material(compiler, job, header_text, extra);
         record.command = cache::display_command(result, staging, entry);

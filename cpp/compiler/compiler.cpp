@@ -18,7 +18,7 @@ namespace {
 
 // Bump when the layout of key_material() changes, so that old cache keys
 // cannot collide with new ones.
-constexpr const char* k_key_material_header = "opweave-compiler-identity v1\n";
+constexpr const char* k_key_material_header = "opweave-compiler-identity v2\n";
 
 // The compilers tried, in order, when neither `cxx` nor $CXX names one.
 constexpr const char* k_default_compilers[] = {"c++", "g++", "clang++"};
@@ -132,10 +132,6 @@ std::string CompilerIdentity::key_material() const {
     std::string out = k_key_material_header;
     append_field(out, "path", path);
     append_field(out, "version", version);
-    out += "launcher-words " + std::to_string(launcher.size()) + '\n';
-    for (const std::string& word : launcher) {
-        append_field(out, "launcher-word", word);
-    }
     return out;
 }
 

@@ -49,6 +49,15 @@ std::string object_path(const CompileJob& job) {
     return job.output.string() + ".o";
 }
 
+// `path` as the command names it: relative to the job's working directory
+// when it is below it (see CompileJob::working_dir), else as it is.
+std::string named(const CompileJob& job, const std::filesystem::path& path) {
+    if (!job.working_dir.empty() && path.parent_path() == job.working_dir) {
+        return path.filename().string();
+    }
+    return path.string();
+}
+
 void append_code_generation_flags(std::vector<std::string>& command, const CompileJob& job) {
     command.emplace_back("-fPIC");
     command.emplace_back("-fvisibility=hidden");
@@ -68,7 +77,7 @@ void append_compile_flags(std::vector<std::string>& command, const CompileJob& j
     append_flags(command, job);
     command.insert(command.end(), job.unkeyed_flags.begin(), job.unkeyed_flags.end());
     if (!job.depfile.empty()) {
-        command.insert(command.end(), {"-MD", "-MF", job.depfile.string()});
+        command.insert(command.end(), {"-MD", "-MF", named(job, job.depfile)});
     }
 }
 
@@ -170,7 +179,7 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
         append_code_generation_flags(command, job);
         append_compile_flags(command, job);
         append_prefixed(command, "-I", job.include_dirs);
-        command.insert(command.end(), {"-o", job.output.string(), job.source.string()});
+        command.insert(command.end(), {"-o", named(job, job.output), named(job, job.source)});
         append_link_inputs(command, job);
         return {std::move(command)};
     }
@@ -188,7 +197,7 @@ std::vector<std::string> SystemCompiler::object_command_line(const CompileJob& j
     append_code_generation_flags(command, job);
     append_compile_flags(command, job);
     append_prefixed(command, "-I", job.include_dirs);
-    command.insert(command.end(), {"-o", job.output.string(), job.source.string()});
+    command.insert(command.end(), {"-o", named(job, job.output), named(job, job.source)});
     return command;
 }
 
@@ -196,9 +205,9 @@ std::vector<std::string> SystemCompiler::link_command_line(
     const CompileJob& job, const std::vector<std::filesystem::path>& objects) const {
     std::vector<std::string> command = {m_identity.path, "-shared", "-fPIC"};
     append_flags(command, job);
-    command.insert(command.end(), {"-o", job.output.string()});
+    command.insert(command.end(), {"-o", named(job, job.output)});
     for (const std::filesystem::path& object : objects) {
-        command.push_back(object.string());
+        command.push_back(named(job, object));
     }
     append_link_inputs(command, job);
     return command;
@@ -210,7 +219,7 @@ std::vector<std::string> SystemCompiler::header_command_line(const CompileJob& j
     append_compile_flags(command, job);
     append_prefixed(command, "-I", job.include_dirs);
     command.insert(command.end(),
-                   {"-o", job.output.string(), "-x", "c++-header", job.source.string()});
+                   {"-o", named(job, job.output), "-x", "c++-header", named(job, job.source)});
     return command;
 }
 
@@ -248,9 +257,11 @@ CompileResult SystemCompiler::run_commands(const std::vector<std::vector<std::st
     options.timeout_seconds = m_options.timeout_seconds;
     options.monitor = monitor;
     options.die_with_parent = true;
+    options.working_dir = job.working_dir.string();
+    CompileResult result;
+    result.working_dir = job.working_dir;
     const std::string compiler_name = std::filesystem::path(m_identity.path).filename().string();
 
-    CompileResult result;
     for (std::size_t index = 0; index < commands.size(); ++index) {
         const std::vector<std::string>& command = commands[index];
         const Step step = steps[index];

@@ -40,6 +40,10 @@ enum class Trust {
 // user and writable by nobody else.
 Trust check_trust(const struct stat& st, bool want_dir) noexcept;
 
+// check_trust, where the owner may also be `also_trusted` (the owner of a
+// shared, read-only cache that this user chose to read).
+Trust check_trust(const struct stat& st, bool want_dir, uid_t also_trusted) noexcept;
+
 // A short description of a failed check, e.g. "is a symlink", "is owned by
 // uid 1001", "is writable by group or others (mode 0777)".
 std::string describe_trust(Trust trust, const struct stat& st);

@@ -108,6 +108,9 @@ public:
     void add_dup2(int fd, int new_fd) {
         check(::posix_spawn_file_actions_adddup2(&m_actions, fd, new_fd));
     }
+    void add_chdir(const char* path) {
+        check(::posix_spawn_file_actions_addchdir_np(&m_actions, path));
+    }
     const posix_spawn_file_actions_t* get() const { return &m_actions; }
 
 private:
@@ -316,7 +319,8 @@ struct Spawned {
     Child child;  // last: destroyed (killed and reaped) before the pipes close
 };
 
-std::unique_ptr<Spawned> spawn(const std::vector<std::string>& argv, bool guard) {
+std::unique_ptr<Spawned> spawn(const std::vector<std::string>& argv, bool guard,
+                               const std::string& working_dir) {
     int pipe_fds[2] = {-1, -1};
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
         throw_errno("run_process: pipe2 failed", errno);
@@ -351,6 +355,9 @@ std::unique_ptr<Spawned> spawn(const std::vector<std::string>& argv, bool guard)
     actions.add_dup2(write_end.get(), STDERR_FILENO);
     if (guard) {
         actions.add_dup2(life_read.get(), k_lifeline_fd);
+    }
+    if (!working_dir.empty()) {
+        actions.add_chdir(working_dir.c_str());
     }
     SpawnAttributes attributes;
     configure_attributes(attributes);
@@ -478,7 +485,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     if (options.die_with_parent) {
         require_runnable(argv.front());
     }
-    const std::unique_ptr<Spawned> spawned = spawn(argv, options.die_with_parent);
+    const std::unique_ptr<Spawned> spawned = spawn(argv, options.die_with_parent, options.working_dir);
     return collect(*spawned, options, argv.front());
 }
 

@@ -34,6 +34,9 @@ struct ProcessOptions {
     // watches a pipe only this process holds open, and kills the group when
     // the pipe's last writer is gone.
     bool die_with_parent = false;
+    // Non-empty: the child runs in this directory (relative names in argv,
+    // other than argv[0], are relative to it).
+    std::string working_dir;
 };
 
 // Runs argv[0] (looked up on PATH when it has no slash) with `argv`. Throws

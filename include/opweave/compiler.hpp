@@ -40,21 +40,31 @@ struct CompileJob {
     std::vector<std::string> libraries;      // -l, names without the "-l"
     OptLevel opt_level = OptLevel::o2;
     DebugInfo debug_info = DebugInfo::no;
+    // Non-empty: the commands run in this directory, and the source, output
+    // and depfile are named relative to it when they are below it, so that
+    // a compile in one directory reads, to a compiler launcher, exactly as
+    // the same compile in another (ccache and sccache then hit across
+    // staging directories and machines). Enters no key.
+    std::filesystem::path working_dir;
 };
 
-// Everything about the compiler that changes the binary it produces.
+// The compiler that is run, and what changes the binary it produces.
 struct CompilerIdentity {
     std::string path;                   // resolved absolute path of the compiler
     std::string version;                // its full `--version` output
-    std::vector<std::string> launcher;  // e.g. {"/usr/bin/ccache"}; empty when none
+    // e.g. {"/usr/bin/ccache"}; empty when none. A launcher caches or
+    // distributes compiles; it does not change what they produce.
+    std::vector<std::string> launcher;
 
-    // A stable text form of all of the above, for cache keys.
+    // A stable text form of the path and the version (not the launcher),
+    // for cache keys.
     std::string key_material() const;
 };
 
 // What a successful compile did.
 struct CompileResult {
     std::vector<std::vector<std::string>> commands;  // every command run, in order
+    std::filesystem::path working_dir;               // where they ran; empty: here
     std::string diagnostics;                         // compiler output (warnings)
     double seconds = 0.0;                            // wall time of all commands
 };

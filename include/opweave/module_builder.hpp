@@ -69,6 +69,8 @@ struct ModuleRequest {
     std::string extra;
     // What the module is, e.g. the op names; shown by listings and logs.
     std::string label;
+    // Recorded in the entries it builds (BuildRecord::environment).
+    std::string environment;
     // Headers below these directories are covered by `extra` and are not
     // tracked (Python's and NumPy's).
     std::vector<std::string> covered_header_dirs;
@@ -110,6 +112,11 @@ std::string module_key_material(const Compiler& compiler, const CompileJob& job,
 // The cache key (64 hex characters) of that module.
 std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
                        std::string_view extra);
+
+// The key build_module(cache, compiler, request) looks up: the key of the
+// request's source (and, with units, of its units' keys), with its job's
+// covered header directories keyed by `extra` rather than by path.
+std::string module_key(const Compiler& compiler, const ModuleRequest& request);
 
 // The cache key of `unit` compiled for a module with `job` and `extra`.
 std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,

@@ -56,6 +56,17 @@ struct CacheOptions {
     // cache run at once, at most (slots in the lock directory). 0: the
     // number of cores.
     int compile_jobs = 0;
+    // Use the entries below the root and never write there: no entries,
+    // locks, statistics, last-use times, quarantines or sweeps. lookup()
+    // verifies as always; an entry that fails is reported (an `unusable`
+    // event) and left as it is. get_or_build() and the calls that change
+    // the cache throw CacheError. The root must exist and be writable by
+    // nobody but its owner; entries owned by that owner (an administrator
+    // who filled a shared cache) are trusted as this user's are.
+    bool read_only = false;
+    // Read-only caches (as with read_only) looked up, in this order, before
+    // this one. A miss is built in this one.
+    std::vector<std::filesystem::path> shared_roots;
 };
 
 // A file of an entry, as recorded when the entry was published.
@@ -83,6 +94,9 @@ struct HeaderRecord {
 struct BuildRecord {
     std::string kind;          // what sort of entry, e.g. "module" or "prelude"
     std::string label;         // what it holds, e.g. the op names; for listings
+    // The caller's name for the environment it was built in (e.g. a hash of
+    // the compiler, Python and NumPy versions): exports and imports compare it.
+    std::string environment;
     std::string key_material;  // human-readable text of what the key covers
     std::string command;       // the compile command, for display
     double compile_seconds = 0.0;
@@ -106,6 +120,7 @@ struct Entry {
     std::filesystem::path dir;
     std::string kind;
     std::string label;
+    std::string environment;  // see BuildRecord::environment; empty when not given
     std::string key_material;
     std::string command;
     double compile_seconds = 0.0;
@@ -125,6 +140,7 @@ struct CacheEvent {
         quarantined,  // a damaged or untrusted entry was moved aside (and is rebuilt)
         repaired,     // a cache directory's unsafe mode was fixed
         stale,        // a header of the entry changed: it is rebuilt and replaced
+        unusable,     // an entry of a read-only cache does not verify: not used, left as is
     };
     Kind kind;
     std::filesystem::path path;
@@ -155,6 +171,13 @@ struct CacheStats {
     double oldest_use = 0.0;           // earliest last_used; 0 when empty
     double newest_use = 0.0;           // latest last_used; 0 when empty
     CacheCounters counters;
+};
+
+// A whole entry received from elsewhere (an export file, a remote store), as
+// it was published there.
+struct ForeignEntry {
+    std::string metadata;  // its meta.json
+    std::vector<std::pair<std::string, std::string>> files;  // name, content
 };
 
 struct PruneResult {
@@ -232,6 +255,17 @@ public:
     CacheResult get_or_build(std::string_view key, const BuildFn& build,
                              BuildMonitor* monitor = nullptr);
 
+    // Publishes `foreign` as the entry of `key` after verifying it as a
+    // lookup verifies a local entry: its metadata names `key`; it brings
+    // exactly the files the metadata lists, each with its recorded size and
+    // SHA-256; every header it records has the recorded content here (the
+    // entry records this machine's times for them). Under the key's lock;
+    // an entry that is valid here already is kept (outcome built_by_other).
+    // Throws CacheError saying what does not verify; nothing is published
+    // then.
+    CacheResult adopt(std::string_view key, const ForeignEntry& foreign,
+                      BuildMonitor* monitor = nullptr);
+
     // Moves the entry of `key` into quarantine (under its lock) because a
     // caller found it unusable, e.g. a verified module that still fails to
     // load: only if it still holds the file `holding` (when given), so that
@@ -284,6 +318,11 @@ public:
     void flush_counters();
 
 private:
+    // Throws CacheError when the cache is read-only: it does not `what`.
+    void refuse_if_read_only(const char* what) const;
+    std::optional<Entry> lookup_read_only(std::string_view key,
+                                          std::vector<CacheEvent>* events) const;
+
     class Impl;
     std::filesystem::path m_root;
     CacheOptions m_options;

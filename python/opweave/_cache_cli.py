@@ -4,6 +4,7 @@ command line (see :mod:`opweave.__main__`)."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import time
 from typing import Any
@@ -141,9 +142,50 @@ def _verify(cache: Any, repair: bool, as_json: bool) -> int:
     return 1 if unrepaired else 0
 
 
+def _since_argument(text: str) -> float:
+    """Seconds since the epoch of an ISO date or time (2026-11-20,
+    2026-11-20T08:00), or of N days ago ("7d")."""
+    if text.endswith("d") and text[:-1].replace(".", "", 1).isdigit():
+        return time.time() - float(text[:-1]) * 86400
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a date: {text!r} (e.g. 2026-11-20, 2026-11-20T08:00 or 7d)"
+        ) from None
+
+
+def _transfer(args: argparse.Namespace) -> int:
+    from opweave import _cache_transfer
+    from opweave.link.c.cmodule import environment_fingerprint, get_module_cache
+
+    environment = environment_fingerprint()
+    if args.action == "fingerprint":
+        print(environment)
+        return 0
+    if args.file is None:
+        raise SystemExit(f"opweave cache {args.action}: name the export file")
+    cache = get_module_cache()
+    if args.action == "export":
+        count = _cache_transfer.export_cache(cache, args.file, environment, args.since)
+        print(f"exported {count} entries of {cache.root} to {args.file} ({environment})")
+        return 0
+    report = _cache_transfer.import_cache(cache, args.file, environment)
+    print(
+        f"imported {report.imported} entries into {cache.root}; {report.present} were there "
+        f"already; skipped {report.other_environment} of another environment; "
+        f"refused {len(report.refused)}"
+    )
+    for line in report.refused:
+        print(f"  refused {line}")
+    return 1 if report.refused else 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from opweave.link.c.cmodule import get_module_cache
 
+    if args.action in ("export", "import", "fingerprint"):
+        return _transfer(args)
     cache = get_module_cache()
     if args.action == "info":
         return _info(cache, args.json)
@@ -170,9 +212,31 @@ def add_cache_parser(commands: Any) -> None:
         description="info: what the cache holds, and its hit/build statistics; "
         "list: one line per entry (kind, size, age, what it is); "
         "verify: check every entry's files, hashes, owners and modes; "
-        "clear, prune, sweep: remove entries or leftovers.",
+        "clear, prune, sweep: remove entries or leftovers; "
+        "export FILE, import FILE: move entries between machines (CI caches); "
+        "fingerprint: a short name of this environment, for CI cache keys.",
     )
-    cache.add_argument("action", choices=["info", "list", "verify", "clear", "prune", "sweep"])
+    cache.add_argument(
+        "action",
+        choices=[
+            "info",
+            "list",
+            "verify",
+            "clear",
+            "prune",
+            "sweep",
+            "export",
+            "import",
+            "fingerprint",
+        ],
+    )
+    cache.add_argument("file", nargs="?", help="export, import: the export file")
+    cache.add_argument(
+        "--since",
+        type=_since_argument,
+        metavar="DATE",
+        help="export: only entries used since then (2026-11-20, 2026-11-20T08:00, or 7d)",
+    )
     cache.add_argument("--repair", action="store_true", help="verify: quarantine every bad entry")
     cache.add_argument("--json", action="store_true", help="info, list, verify: print JSON")
     cache.add_argument(

@@ -7,6 +7,7 @@ opweave's C++ core: content hash, file locks, module cache and compiler driver,
 graph module assembly and the compiled-function runtime.
 """
 from __future__ import annotations
+import builtins
 import collections.abc
 import os
 import pathlib
@@ -17,7 +18,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -150,6 +151,9 @@ class Entry:
         ...
     @property
     def key_material(self) -> str:
+        ...
+    @property
+    def environment(self) -> str:
         ...
     @property
     def kind(self) -> str:
@@ -286,8 +290,17 @@ class ModuleCache:
     @staticmethod
     def default_root() -> pathlib.Path:
         ...
-    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0, read_only: bool = False, shared_roots: collections.abc.Sequence[os.PathLike | str | bytes] = []) -> None:
+        """
+        Opens the cache at `root` (created if needed). read_only: use its entries and
+        never write there. shared_roots: read-only caches looked up first.
+        """
+    def adopt(self, key: str, metadata: bytes, files: collections.abc.Sequence[tuple[str, bytes]]) -> CacheResult:
+        """
+        Publishes an entry built elsewhere (its meta.json and [(name, bytes)] of its
+        files) once it verifies as a local entry would: CacheError says what does not.
+        Returns a CacheResult.
+        """
     def clear(self) -> int:
         """
         Removes every entry and resets the counters; returns how many entries.
@@ -350,7 +363,13 @@ class ModuleCache:
     def max_total_bytes(self) -> int | None:
         ...
     @property
+    def read_only(self) -> bool:
+        ...
+    @property
     def root(self) -> pathlib.Path:
+        ...
+    @property
+    def shared_roots(self) -> builtins.list[pathlib.Path]:
         ...
 class OptLevel:
     """
@@ -598,6 +617,14 @@ class ModuleRequest:
     def covered_header_dirs(self, arg0: collections.abc.Sequence[str]) -> None:
         ...
     @property
+    def environment(self) -> str:
+        """
+        Recorded in the entries it builds (exports compare it).
+        """
+    @environment.setter
+    def environment(self, arg0: str) -> None:
+        ...
+    @property
     def extra(self) -> str:
         """
         Key material beyond the job.
@@ -772,6 +799,10 @@ def find_prelude(cache: ModuleCache, key: str) -> Entry | None:
 def module_key(source: str, compiler: Compiler, job: CompileJob, extra: str = '') -> str:
     """
     The cache key of `source` compiled by `compiler` with `job`.
+    """
+def request_key(compiler: Compiler, request: ModuleRequest) -> str:
+    """
+    The key build_module looks up for `request` (its units' keys included).
     """
 def module_key_material(compiler: Compiler, job: CompileJob, extra: str = '') -> str:
     """

@@ -131,6 +131,17 @@ def parse_sanitize(text: str) -> str:
     return ",".join(dict.fromkeys(names))
 
 
+def _parse_paths(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.split(":") if part.strip())
+
+
+def _parse_remote(text: str) -> str:
+    text = text.strip()
+    if text and not text.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"not a remote cache URL: {text!r} (expected redis://host:port/db)")
+    return text
+
+
 def _parse_optional_size(text: str) -> int | None:
     return None if text.strip().lower() in ("", "none", "0") else parse_size(text)
 
@@ -212,6 +223,44 @@ _OPTIONS = (
         None,
         "Largest size of the module cache, e.g. 2G; after each build the least recently "
         "used entries are evicted down to it. Empty, none or 0: no limit.",
+    ),
+    ConfigOption(
+        "cache__readonly",
+        _parse_bool,
+        False,
+        "Use the entries in compiledir and never write there (a cache on a shared "
+        "filesystem, filled by someone else). A miss is built in your own default "
+        "cache, or in a temporary directory when compiledir is that.",
+    ),
+    ConfigOption(
+        "cache__shared_dirs",
+        _parse_paths,
+        (),
+        "Read-only caches looked up before compiledir, separated by ':' (e.g. one an "
+        "administrator filled on a shared filesystem).",
+    ),
+    ConfigOption(
+        "cache__remote",
+        _parse_remote,
+        "",
+        "A remote tier for whole cache entries, redis://host:port/db (needs the "
+        "opweave[redis] extra): a local miss is fetched from it before compiling, and "
+        "a local build is stored there. Empty: none.",
+    ),
+    ConfigOption(
+        "cache__remote_secret",
+        str,
+        "",
+        "The secret that signs (HMAC-SHA256) entries stored in cache__remote and "
+        "export files, and without which fetched or imported entries are refused; or "
+        "file:/path of a file holding it. Empty: entries are not signed, and anyone who "
+        "can write to the remote can run code in every process that reads it.",
+    ),
+    ConfigOption(
+        "cache__remote_timeout",
+        _parse_positive_float,
+        1.0,
+        "Seconds to wait for the remote tier to connect or answer, each time.",
     ),
     ConfigOption(
         "gcc__cxxflags",
@@ -312,7 +361,9 @@ class OpweaveConfig:
 
     def _parse(self, name: str, value: Any) -> Any:
         option = self._options[name]
-        if not isinstance(value, str):
+        if isinstance(value, (list, tuple)):  # a list of paths
+            value = ":".join(str(item) for item in value)
+        elif not isinstance(value, str):
             value = str(value)
         try:
             return option.parse(value)

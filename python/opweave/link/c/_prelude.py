@@ -151,6 +151,7 @@ def _copy(request: _core.ModuleRequest) -> _core.ModuleRequest:
     copy = _core.ModuleRequest()
     copy.job = job
     copy.covered_header_dirs = list(request.covered_header_dirs)
+    copy.environment = request.environment
     prelude = request.prelude
     assert prelude is not None  # as start_build's request has
     copy.prelude = _core.PreludeRequest(prelude.header_text, prelude.extra)

@@ -42,7 +42,7 @@ from typing import NamedTuple
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CacheError, LockTimeout, MissingGXX, OpweaveError
-from opweave.link.c import _prelude
+from opweave.link.c import _prelude, _remote
 
 __all__ = [
     "NUMPY_PRELUDE",
@@ -50,6 +50,7 @@ __all__ = [
     "CompiledModule",
     "compile_extension",
     "covered_header_dirs",
+    "environment_fingerprint",
     "extension_job",
     "get_compiler",
     "get_module_cache",
@@ -68,14 +69,19 @@ wait_for_prelude_builds = _prelude.wait_for_prelude_builds
 
 _log = logging.getLogger("opweave")
 
-_caches: dict[tuple[str, float, int | None, int], _core.ModuleCache] = {}
+_caches: dict[tuple[object, ...], _core.ModuleCache] = {}
 _compilers: dict[tuple[str, str], _core.SystemCompiler] = {}
 _private: list[_core.ModuleCache] = []  # the fallback cache, made on first need
 _loaded: dict[str, ModuleType] = {}  # imported modules, by library path
 
 
 def get_module_cache() -> _core.ModuleCache:
-    """The module cache at ``config.compiledir`` (one object per setting).
+    """The module cache that builds go to (one object per setting): the one
+    at ``config.compiledir``, which looks up the read-only caches of
+    ``config.cache__shared_dirs`` first. With ``config.cache__readonly``,
+    compiledir is one of those read-only caches, looked up after the shared
+    ones, and builds go to the user's default cache (or, when that is
+    compiledir itself, to a private temporary one).
 
     Raises CacheError when the root cannot be used (another user's, or
     writable by others)."""
@@ -84,17 +90,52 @@ def get_module_cache() -> _core.ModuleCache:
         config.compile__timeout,
         config.cache__max_size,
         config.compile__jobs,
+        config.cache__readonly,
+        config.cache__shared_dirs,
     )
     cache = _caches.get(settings)
     if cache is None:
-        root, timeout, max_size, jobs = settings
+        root, timeout, max_size, jobs, read_only, shared = settings
+        layers = _readable_layers([*shared, root] if read_only else list(shared))
+        if read_only:
+            root = _writable_root(root)
         cache = _core.ModuleCache(
-            root, lock_timeout=timeout, max_total_bytes=max_size, compile_jobs=jobs
+            root,
+            lock_timeout=timeout,
+            max_total_bytes=max_size,
+            compile_jobs=jobs,
+            shared_roots=layers,
         )
         if not _caches:
             atexit.register(_flush_counters)
         _caches[settings] = cache
     return cache
+
+
+def _readable_layers(roots: Sequence[str]) -> list[str]:
+    """The read-only caches among ``roots`` that can be used; a WARNING says
+    why for each one that cannot."""
+    usable = []
+    for root in roots:
+        try:
+            _core.ModuleCache(root, read_only=True)
+        except CacheError as error:
+            _log.warning("not using the read-only cache %s: %s", root, error)
+        else:
+            usable.append(root)
+    return usable
+
+
+def _writable_root(read_only_root: str) -> str:
+    """Where builds go when ``read_only_root`` is read-only: the user's
+    default cache, unless that is the read-only root itself."""
+    try:
+        default = Path(_core.ModuleCache.default_root())
+    except CacheError:
+        return str(_private_cache().root)
+    if default.resolve() == Path(read_only_root).resolve():
+        return str(_private_cache().root)
+    return str(default)
 
 
 def get_compiler() -> _core.SystemCompiler:
@@ -144,6 +185,40 @@ def numpy_abi_key() -> str:
     except ImportError:  # NumPy 1.x
         from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore[import-not-found, no-redef]
     return f"numpy={np.__version__};c_api={_get_ndarray_c_version():x}"
+
+
+def environment_fingerprint(compiler: _core.SystemCompiler | None = None) -> str:
+    """A short name of the environment compiled modules depend on: the
+    compiler (its path and version, not the launcher), the Python ABI, the
+    NumPy version and the cache layout. Entries record it; export files
+    carry it, and imports skip entries of another; CI cache keys can use
+    it (``opweave cache fingerprint``)."""
+    compiler = compiler or get_compiler()
+    return _fingerprint(compiler.key_material())
+
+
+@functools.cache
+def _fingerprint(compiler_material: str) -> str:
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy_version = numpy.__version__
+    else:
+        from importlib import metadata
+
+        try:
+            numpy_version = metadata.version("numpy")
+        except metadata.PackageNotFoundError:
+            numpy_version = "none"
+    text = "\n".join(
+        [
+            "opweave-environment 1",
+            f"layout {_core.MODULE_LAYOUT_VERSION} {_core.CACHE_FORMAT_VERSION}",
+            compiler_material,
+            python_abi_key(),
+            f"numpy={numpy_version}",
+        ]
+    )
+    return "ow1-" + _core.sha256_hex(text.encode())[:16]
 
 
 def covered_header_dirs() -> list[str]:
@@ -313,9 +388,15 @@ def _build(
 ) -> tuple[_core.ModuleCache, _core.BuiltModule]:
     """The verified module of ``request``, from ``cache`` (default: the
     configured one) or, if that cache cannot be used, from a private one."""
+    request.environment = environment_fingerprint(compiler)
     try:
         cache = cache or get_module_cache()
+        remote = bool(config.cache__remote)
+        if remote:
+            _fetch_remote(cache, compiler, request)
         built = _core.build_module(cache, compiler, request, _prelude.starter(cache, compiler))
+        if remote and built.outcome == "built":
+            _store_remote(cache, built.key)
     except LockTimeout:
         raise
     except CacheError as error:
@@ -330,6 +411,22 @@ def _build(
     return cache, built
 
 
+def _fetch_remote(
+    cache: _core.ModuleCache, compiler: _core.SystemCompiler, request: _core.ModuleRequest
+) -> None:
+    """On a local miss, the remote tier's entry of the request, published
+    locally (verified), so that the build that follows is a hit."""
+    key = _core.request_key(compiler, request)
+    if cache.lookup(key) is None:
+        _remote.fetch(cache, key)
+
+
+def _store_remote(cache: _core.ModuleCache, key: str) -> None:
+    entry = cache.lookup(key)
+    if entry is not None:  # else evicted at once (a tiny cache__max_size)
+        _remote.store(entry)
+
+
 def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
     for event in built.events:
         if event.kind == "stale":
@@ -340,6 +437,8 @@ def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
                 event.path,
                 event.problem,
             )
+        elif event.kind == "unusable":
+            _log.warning("not using %s of a read-only cache: %s", event.path, event.problem)
         else:
             _log.warning("cache directory %s %s", event.path, event.problem)
     if built.outcome == "built":

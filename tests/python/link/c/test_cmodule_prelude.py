@@ -64,9 +64,12 @@ def compile_graph(fgraph: FunctionGraph) -> CompiledGraph:
 
 
 def command_of_library(library: str | Path) -> str:
-    """The compile command recorded in the cache entry of `library`."""
+    """The compile command recorded in the cache entry of `library`, which
+    runs in the entry's directory (the record's first line says so)."""
     meta = json.loads((Path(library).parent / "meta.json").read_text())
-    return meta["command"]
+    cd, command = meta["command"].split("\n", 1)
+    assert cd == f"cd {Path(library).parent}"
+    return command
 
 
 def command_of(compiled: CompiledGraph) -> str:
@@ -119,8 +122,10 @@ def probe_uses_gch(compiled: CompiledGraph, scratch: Path) -> str:
     (which marks a used precompiled header with "! "); returns its output."""
     entry = str(Path(compiled.library).parent)
     words = shlex.split(command_of(compiled))
-    words[words.index(f"{entry}/module.so")] = str(scratch / "probe.so")
-    result = run_command([*words, "-H", "-Winvalid-pch"], timeout=120)
+    words[words.index("module.so")] = str(scratch / "probe.so")
+    result = run_command(
+        ["sh", "-c", 'cd "$0" && exec "$@"', entry, *words, "-H", "-Winvalid-pch"], timeout=120
+    )
     assert result.returncode == 0, describe(result)
     return result.stderr
 
