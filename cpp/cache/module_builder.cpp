@@ -14,6 +14,7 @@
 #include "cache/compile_slots.hpp"
 #include "cache/file_digest.hpp"
 #include "cache/header_manifest.hpp"
+#include "cache/module_key.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
 #include "opweave/precompiled_header.hpp"
@@ -98,16 +99,6 @@ std::string replace_bare_name(std::string text, const std::string& name, const s
         }
     }
     return text;
-}
-
-std::string describe_list(std::string_view name, const std::vector<std::string>& items) {
-    std::string text(name);
-    text += ':';
-    for (const std::string& item : items) {
-        text += ' ';
-        text += item;
-    }
-    return text + "\n";
 }
 
 // Renames the staged library to module-<16 hex of its SHA-256>.so.
@@ -202,52 +193,6 @@ private:
     throw CompileError(what, error.command(), diagnostics, kept, error.exit_status());
 }
 
-// module_key_material and module_key of a job whose directories are
-// already absolute (build_module normalises the job once).
-std::string material_of(const Compiler& compiler, const CompileJob& keyed,
-                        std::string_view extra) {
-    std::string text = "layout: " + std::to_string(k_module_layout_version) + "\n";
-    text += compiler.identity().key_material();
-    text += describe_list("flags", keyed.flags);
-    text += describe_list("include_dirs", keyed.include_dirs);
-    text += describe_list("lib_dirs", keyed.lib_dirs);
-    text += describe_list("libraries", keyed.libraries);
-    text += "opt_level: " + std::to_string(static_cast<int>(keyed.opt_level)) + "\n";
-    text += "debug_info: " + std::to_string(static_cast<int>(keyed.debug_info)) + "\n";
-    text += "extra: ";
-    text += extra;
-    text += "\n";
-    return text;
-}
-
-// `kind` is empty for a module of one source, "unit" for a unit and
-// "linked" for a module linked from units (whose keys are in `units`).
-std::string key_of(std::string_view source, const Compiler& compiler, const CompileJob& keyed,
-                   std::string_view extra, std::string_view kind = {},
-                   const std::vector<std::string>& units = {}) {
-    KeyHasher hasher;
-    hasher.add("layout", std::to_string(k_module_layout_version));
-    hasher.add("compiler", compiler.identity().key_material());
-    hasher.add(keyed.flags);
-    hasher.add(keyed.include_dirs);
-    hasher.add(keyed.lib_dirs);
-    hasher.add(keyed.libraries);
-    hasher.add(static_cast<std::int64_t>(keyed.opt_level));
-    hasher.add(static_cast<std::int64_t>(keyed.debug_info));
-    hasher.add("extra", extra);
-    hasher.add("source", source);
-    if (!kind.empty()) {
-        hasher.add("kind", kind);
-        hasher.add(units);
-    }
-    return hasher.hex_digest();
-}
-
-std::string unit_key_of(const TranslationUnit& unit, const Compiler& compiler,
-                        const CompileJob& keyed, std::string_view extra) {
-    return key_of(unit.source, compiler, keyed, extra, "unit");
-}
-
 // One compile of a build: `source` written as `names.source` in the
 // staging directory, compiled to `names.output` (a library or an object),
 // with the prelude when there is one.
@@ -263,33 +208,12 @@ struct StagedCompile {
     bool used_prelude = false;  // the compile that succeeded included it
 };
 
-// The job as its keys see it: directories made absolute, and the
-// directories whose headers `extra` covers (Python's and NumPy's, which
-// enter by version) named by a placeholder instead of their path, so that
-// two environments of the same versions at different paths (two venvs, two
-// machines) share keys.
-CompileJob keyed_job(const CompileJob& absolute, const std::vector<std::string>& covered) {
-    CompileJob keyed = absolute;
-    for (std::string& dir : keyed.include_dirs) {
-        for (const std::string& cover : covered) {
-            const std::filesystem::path path(cover);
-            if (dir == (path.is_absolute() ? path : std::filesystem::absolute(path))
-                           .lexically_normal()
-                           .string()) {
-                dir = "<covered by extra>";
-                break;
-            }
-        }
-    }
-    return keyed;
-}
-
 class Builder {
 public:
     Builder(ModuleCache& cache, const Compiler& compiler, const ModuleRequest& request)
         : m_cache(cache), m_compiler(compiler), m_request(request),
           m_job(cache::absolute_dirs(request.job)),
-          m_keyed(keyed_job(m_job, request.covered_header_dirs)) {}
+          m_keyed(cache::keyed_job(m_job, request.covered_header_dirs)) {}
 
     const CompileJob& job() const { return m_job; }
     const CompileJob& keyed() const { return m_keyed; }
@@ -348,7 +272,7 @@ public:
         record.kind = kind;
         record.label = label;
         record.environment = m_request.environment;
-        record.key_material = material_of(m_compiler, m_keyed, m_request.extra);
+        record.key_material = cache::material_of(m_compiler, m_keyed, m_request.extra);
         record.command = cache::display_command(compiled.result, staging, entry_dir);
         record.compile_seconds = compiled.result.seconds;
         record.headers = compiled.headers;
@@ -529,53 +453,14 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
     return built;
 }
 
-// The keys of the request's units, in order.
-std::vector<std::string> unit_keys_of(const CompileJob& keyed, const Compiler& compiler,
-                                      const ModuleRequest& request) {
-    std::vector<std::string> keys;
-    for (const TranslationUnit& unit : request.units) {
-        keys.push_back(unit_key_of(unit, compiler, keyed, request.extra));
-    }
-    return keys;
-}
-
-// The key of the module of `request`, whose units have `unit_keys`.
-std::string request_key_of(const CompileJob& keyed, const Compiler& compiler,
-                           const ModuleRequest& request,
-                           const std::vector<std::string>& unit_keys) {
-    return request.units.empty()
-               ? key_of(request.source, compiler, keyed, request.extra)
-               : key_of(request.source, compiler, keyed, request.extra, "linked", unit_keys);
-}
-
 }  // namespace
-
-std::string module_key_material(const Compiler& compiler, const CompileJob& job,
-                                std::string_view extra) {
-    return material_of(compiler, cache::absolute_dirs(job), extra);
-}
-
-std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
-                       std::string_view extra) {
-    return key_of(source, compiler, cache::absolute_dirs(job), extra);
-}
-
-std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
-                     const CompileJob& job, std::string_view extra) {
-    return unit_key_of(unit, compiler, cache::absolute_dirs(job), extra);
-}
-
-std::string module_key(const Compiler& compiler, const ModuleRequest& request) {
-    const CompileJob keyed =
-        keyed_job(cache::absolute_dirs(request.job), request.covered_header_dirs);
-    return request_key_of(keyed, compiler, request, unit_keys_of(keyed, compiler, request));
-}
 
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor) {
     const Builder builder(cache, compiler, request);
-    const std::vector<std::string> unit_keys = unit_keys_of(builder.keyed(), compiler, request);
-    const std::string key = request_key_of(builder.keyed(), compiler, request, unit_keys);
+    const std::vector<std::string> unit_keys =
+        cache::unit_keys_of(builder.keyed(), compiler, request);
+    const std::string key = cache::request_key_of(builder.keyed(), compiler, request, unit_keys);
     const std::filesystem::path entry_dir = cache.entry_dir(key);
     std::vector<CacheEvent> build_events;
     std::vector<BuiltUnit> built_units;
