@@ -161,6 +161,7 @@ void validate(const ModuleSpec& spec) {
     for (const UnitSpec& unit : spec.units) {
         check_fragments(spec, unit.support_code);
         check_fragments(spec, unit.init_code);
+        check_fragments(spec, unit.init_code_apply);
         for (const std::vector<CodeFragment>& definition : unit.definitions) {
             check_fragments(spec, definition);
         }
@@ -421,6 +422,9 @@ AssembledUnit assemble_unit(const ModuleSpec& spec, const UnitSpec& unit) {
     assembled.init_function = "opweave_unit_init_" + to_hex(Sha256::of(out.text())).substr(0, 16);
     out.raw("PyObject* " + assembled.init_function + "(void) {\n");
     write_unique(out, unit.init_code);
+    for (const CodeFragment& fragment : unit.init_code_apply) {
+        out.fragment(fragment);
+    }
     out.raw("    Py_RETURN_NONE;\n}\n");
     assembled.text = out.take_text();
     assembled.line_map = out.take_line_map();

@@ -66,7 +66,7 @@ std::vector<Step> to_steps(const py::dict& spec, const char* key) {
     return steps;
 }
 
-// {headers, support_code, definitions, init_code}
+// {headers, support_code, definitions, init_code, init_code_apply}
 UnitSpec to_unit(const py::handle& item) {
     const auto unit = item.cast<py::dict>();
     UnitSpec out;
@@ -76,6 +76,7 @@ UnitSpec to_unit(const py::handle& item) {
     out.support_code = to_fragments(unit, "support_code");
     out.definitions = to_definitions(unit, "definitions");
     out.init_code = to_fragments(unit, "init_code");
+    out.init_code_apply = to_fragments(unit, "init_code_apply");
     return out;
 }
 
@@ -161,8 +162,8 @@ void init_assembly(py::module_& m) {
         "    graph struct), members: [(text, origin)] (inside it),\n"
         "  init_steps, run_steps: [(id, run, undo, [int])] (function names, \"\": none),\n"
         "  n_inputs, n_outputs, n_orphans: int, source_name: str,\n"
-        "  units: [{headers, support_code, definitions, init_code}] (compile units,\n"
-        "    see module_source.hpp),\n"
+        "  units: [{headers, support_code, definitions, init_code, init_code_apply}]\n"
+        "    (compile units, see module_source.hpp),\n"
         "where every fragment is (text, origin index or -1). Returns a dict with\n"
         "the module `text`, its `content_key` (SHA-256), `line_map`:\n"
         "[(first_line, last_line, origin)], and `units`: [{text, init_function,\n"

@@ -144,7 +144,10 @@ void init_request(py::module_& m) {
                        "Header directories the key covers (not tracked).")
         .def_readwrite("prelude", &ModuleRequest::prelude)
         .def_readwrite("units", &ModuleRequest::units,
-                       "More translation units, compiled on their own and linked with source.");
+                       "More translation units, compiled on their own and linked with source.")
+        .def_readwrite("shared_code", &ModuleRequest::shared_code,
+                       "With units: the support code several of them may hold; a name "
+                       "defined in several units by one piece of it is merged at the link.");
     py::class_<BuiltModule>(m, "BuiltModule", "A verified module in the cache.")
         .def_readonly("key", &BuiltModule::key)
         .def_readonly("dir", &BuiltModule::dir)

@@ -14,6 +14,7 @@
 #include "cache/compile_slots.hpp"
 #include "cache/file_digest.hpp"
 #include "cache/header_manifest.hpp"
+#include "cache/link_check.hpp"
 #include "cache/module_key.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
@@ -242,12 +243,21 @@ public:
             const std::vector<std::string> include = prelude_include_flags(prelude->dir);
             staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
         }
+        if (product == Product::library) {
+            for (std::string& flag : cache::link_check_flags()) {
+                staged.flags.push_back(std::move(flag));
+            }
+        }
         util::write_file_atomic(staged.source, source);
         const std::int64_t start = cache::filesystem_now_ns();
         const CompileStep step = [&](const CompileJob& run) {
             const cache::CompileSlot slot(m_cache, monitor);
-            return product == Product::library ? m_compiler.compile(run, monitor)
-                                               : m_compiler.compile_object(run, monitor);
+            if (product == Product::object) {
+                return m_compiler.compile_object(run, monitor);
+            }
+            CompileResult result = m_compiler.compile(run, monitor);
+            cache::check_undefined_symbols(result);
+            return result;
         };
         StagedCompile compiled;
         try {
@@ -433,11 +443,25 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
     }
     CompileJob link = m_job;
     link.output = staging / k_staged_library;
-    link.flags.emplace_back("-Wl,-z,muldefs");
+    for (std::string& flag : cache::link_check_flags()) {
+        link.flags.push_back(std::move(flag));
+    }
     CompileResult linking;
     try {
         const cache::CompileSlot slot(m_cache, monitor);
-        linking = m_compiler.link(link, objects, monitor);
+        try {
+            linking = m_compiler.link(link, objects, monitor);
+        } catch (const CompileError& error) {
+            // Support code repeated in several units defines its names in
+            // each: merged, when every copy is one piece's.
+            if (!cache::duplicates_from_shared_code(error.diagnostics(),
+                                                    m_request.shared_code)) {
+                throw;
+            }
+            link.flags.emplace_back("-Wl,-z,muldefs");
+            linking = m_compiler.link(link, objects, monitor);
+        }
+        cache::check_undefined_symbols(linking);
     } catch (const CompileError& error) {
         rethrow_with_kept_source(m_cache, key, m_request.source, error,
                                  {staging / k_source_name, entry_dir / k_source_name});

@@ -59,9 +59,16 @@ struct ModuleRequest {
     // linked with theirs.
     std::string source;
     // More translation units, compiled with the same job, extra and prelude
-    // (see TranslationUnit). Their definitions of one name are merged at the
-    // link (-z muldefs), as support code repeated in several units is.
+    // (see TranslationUnit). The link fails on a symbol left undefined but
+    // Python's, and on a name defined in more than one of them unless every
+    // copy comes from the same piece of `shared_code`.
     std::vector<TranslationUnit> units;
+    // With units: the pieces of code (support code) that several of them may
+    // hold. A name defined in more than one unit is merged at the link (the
+    // first definition is kept) when exactly one piece names it: then every
+    // copy is that piece's. Not part of the key: it changes what links, not
+    // what is linked.
+    std::vector<std::string> shared_code;
     // Flags, directories, libraries and optimisation. Its source, output,
     // depfile and unkeyed flags are set by build_module.
     CompileJob job;

@@ -83,17 +83,20 @@ struct Step {
 //
 //   includes; the failure macros; support code (exact duplicates dropped);
 //   namespace opweave_code { definitions }
-//   PyObject* opweave_unit_init_<16 hex>(void) { init code }
+//   PyObject* opweave_unit_init_<16 hex>(void) { init code; init code apply }
 //
 // The module (then in namespace opweave_code too, not an anonymous one)
 // calls each unit's init function when it loads, before its own init code:
-// NumPy's C API, for one, is set up per translation unit. Definitions the
-// module and a unit share (a struct, an inline function) must be identical.
+// NumPy's C API, for one, is set up per translation unit, and so are the
+// statics of support code, which the init code of the unit's nodes sets
+// before their code first runs. Definitions the module and a unit share (a
+// struct, an inline function) must be identical.
 struct UnitSpec {
     std::vector<std::string> headers;
     std::vector<CodeFragment> support_code;  // exact duplicates dropped
     std::vector<std::vector<CodeFragment>> definitions;
-    std::vector<CodeFragment> init_code;  // exact duplicates dropped
+    std::vector<CodeFragment> init_code;        // exact duplicates dropped
+    std::vector<CodeFragment> init_code_apply;  // after init_code, kept as is
 };
 
 struct ModuleSpec {

@@ -157,11 +157,54 @@ OPWEAVE_TEST(real_units_link_into_one_library_that_calls_across_them) {
         "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
         "    return twice(20) + support();\n"
         "}\n";
-    // Both units define support(), as repeated support code does: the
-    // link keeps one (-z muldefs).
+    // Both units define support(), as support code repeated in two units
+    // does: the link fails, and merges them only when one piece of shared
+    // code names it.
     request.units.push_back({"int support() { return 2; }\nint twice(int x) { return 2 * x; }\n",
                              "twice"});
     request.units.push_back({"int support() { return 2; }\n", "support"});
+    bool thrown = false;
+    try {
+        build_module(cache, compiler, request);
+    } catch (const CompileError& error) {
+        thrown = true;
+        CHECK(error.diagnostics().find("support()") != std::string::npos);
+    }
+    CHECK(thrown);
+    // Two pieces name it: which one defines each copy cannot be told.
+    request.shared_code = {"int support() { return 2; }\n", "int support();\n"};
+    thrown = false;
+    try {
+        build_module(cache, compiler, request);
+    } catch (const CompileError&) {
+        thrown = true;
+    }
+    CHECK(thrown);
+    request.shared_code = {"int support() { return 2; }\n", "int supported = 1;\n"};
     const BuiltModule built = build_module(cache, compiler, request);
     CHECK_EQ(opweave_test::call_answer(built.library), 42);
+}
+
+OPWEAVE_TEST(a_link_that_leaves_a_symbol_undefined_fails_and_names_it) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    const SystemCompiler compiler;
+    ModuleRequest request;
+    request.source =
+        "int twice(int);\n"
+        "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
+        "    return twice(20);\n"
+        "}\n";
+    request.units.push_back({"int nowhere_defined(int);\n"
+                             "int twice(int x) { return nowhere_defined(x); }\n",
+                             "twice"});
+    bool thrown = false;
+    try {
+        build_module(cache, compiler, request);
+    } catch (const CompileError& error) {
+        thrown = true;
+        const std::string what = error.what();
+        CHECK(what.find("'nowhere_defined(int)'") != std::string::npos);
+    }
+    CHECK(thrown);
 }
