@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from opweave import scalar as scalar
     from opweave import tensor as tensor
     from opweave.compile.function import function
-    from opweave.compile.io import Out
+    from opweave.compile.io import In, Out
     from opweave.compile.mode import Mode
     from opweave.compile.sharedvalue import shared
     from opweave.graph.basic import Apply, Constant, Variable
@@ -35,6 +35,7 @@ __all__ = [
     "CacheError",
     "CompileError",
     "Constant",
+    "In",
     "LockTimeout",
     "Mode",
     "Op",
@@ -59,6 +60,7 @@ _SUBPACKAGES = ("compile", "gof", "graph", "link", "scalar", "tensor")
 _LAZY = {
     "function": "opweave.compile",
     "Mode": "opweave.compile",
+    "In": "opweave.compile.io",
     "Out": "opweave.compile.io",
     "shared": "opweave.compile.sharedvalue",
     "Op": "opweave.graph.op",

@@ -608,6 +608,9 @@ class ModuleRequest:
     source: str
     def __init__(self) -> None:
         ...
+    shared_code: list[str]
+    """With units: the support code several of them may hold; a name defined
+    in several units by one piece of it is merged at the link."""
     @property
     def covered_header_dirs(self) -> list[str]:
         """
@@ -697,6 +700,7 @@ class Function:
     cache_outcome: str  # "hit", "built" or "built_by_other"
     compile_seconds: dict[str, float]
     compile_units: tuple[tuple[str, float], ...]
+    whole_because: str  # why a graph planned in units was compiled as one
     # opweave.compile.function: the Function that opweave.function returns.
     compile_profile: dict[str, typing.Any]
     name: str | None
@@ -762,8 +766,8 @@ def assemble_module(spec: dict) -> dict:
         graph struct), members: [(text, origin)] (inside it),
       init_steps, run_steps: [(id, run, undo, [int])] (function names, "": none),
       n_inputs, n_outputs, n_orphans: int, source_name: str,
-      units: [{headers, support_code, definitions, init_code}] (compile units,
-        see module_source.hpp),
+      units: [{headers, support_code, definitions, init_code, init_code_apply}]
+        (compile units, see module_source.hpp),
     where every fragment is (text, origin index or -1). Returns a dict with
     the module `text`, its `content_key` (SHA-256), `line_map`:
     [(first_line, last_line, origin)], and `units`: [{text, init_function,

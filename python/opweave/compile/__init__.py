@@ -1,6 +1,6 @@
 """Compiling graphs into callables: :func:`function` and the modes, and
 (loaded on first use) the built-in ops :class:`ViewOp` and
-:class:`DeepCopyOp`, :class:`DebugMode`, :class:`Out` and the shared
+:class:`DeepCopyOp`, :class:`DebugMode`, :class:`In`, :class:`Out` and the shared
 variables (:func:`shared`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from opweave.compile.mode import Mode, get_default_mode, get_mode
 
 if TYPE_CHECKING:
     from opweave.compile.debugmode import DebugMode
-    from opweave.compile.io import Out
+    from opweave.compile.io import In, Out
     from opweave.compile.sharedvalue import SharedVariable, shared
 
 _OPS = (
@@ -27,6 +27,7 @@ _OPS = (
 __all__ = [
     "DebugMode",
     "Function",
+    "In",
     "Mode",
     "Out",
     "SharedVariable",
@@ -49,10 +50,10 @@ def __getattr__(name: str) -> Any:
         from opweave.compile import ops
 
         return getattr(ops, name)
-    if name == "Out":
-        from opweave.compile.io import Out
+    if name in ("In", "Out"):
+        from opweave.compile import io
 
-        return Out
+        return getattr(io, name)
     if name in ("SharedVariable", "shared"):
         from opweave.compile import sharedvalue
 

@@ -59,8 +59,13 @@ def _declared(mapping: Any, output: int) -> set[int]:
 class NodeCheck:
     """The thunks of one node and the checks DebugMode makes on them."""
 
-    def __init__(self, node: Apply, index: int, mode: Any) -> None:
+    def __init__(
+        self, node: Apply, index: int, mode: Any, used: Sequence[bool] | None = None
+    ) -> None:
         self.node, self.index, self.mode = node, index, mode
+        # Per output: whether another node reads it (being a graph output
+        # does not count). None: as if every output were read.
+        self.used = [True] * len(node.outputs) if used is None else list(used)
         op = node.op
         self.thunks: dict[str, NodeThunk] = {}
         if mode.check_py_code and has_perform(op):
@@ -149,19 +154,26 @@ class NodeCheck:
                 raise BadDestroyMap(self.node, position, old, new, name)
 
     def check_views(self, name: str, outputs: Sequence[Any], copies: Sequence[Any]) -> None:
-        """BadViewMap for an output sharing memory with an input, or with
-        another output, that ``view_map``/``destroy_map`` does not declare."""
+        """BadViewMap for an output sharing memory with an input that
+        ``view_map``/``destroy_map`` does not declare for it, or with another
+        output, as PyTensor's ``_check_viewmap`` rules: two outputs may alias
+        each other when one of them is a declared view of an input, or when
+        one of them is read by no other node (returning both is fine)."""
         op = self.node.op
         view_map, destroy_map = getattr(op, "view_map", None), getattr(op, "destroy_map", None)
-        allowed = [_declared(view_map, i) | _declared(destroy_map, i) for i in range(len(outputs))]
+        views_input = []
         for i, (variable, value) in enumerate(zip(self.node.outputs, outputs, strict=True)):
-            for j, own in enumerate(copies):
-                if j not in allowed[i] and _may_share_memory(variable, value, own):
+            allowed = _declared(view_map, i) | _declared(destroy_map, i)
+            shared = [j for j, own in enumerate(copies) if _may_share_memory(variable, value, own)]
+            for j in shared:
+                if j not in allowed:
                     raise BadViewMap(self.node, i, value, in_alias_idx=j, thunk=name)
-            for k in range(i + 1, len(outputs)):
-                if allowed[i] & allowed[k]:
-                    continue  # two views of one input may overlap
-                if _may_share_memory(variable, value, outputs[k]):
+            views_input.append(bool(shared))
+        for i, (variable, value) in enumerate(zip(self.node.outputs, outputs, strict=True)):
+            if views_input[i] or not self.used[i]:
+                continue
+            for k, other in enumerate(outputs):
+                if k != i and self.used[k] and _may_share_memory(variable, value, other):
                     raise BadViewMap(self.node, i, value, out_alias_idx=k, thunk=name)
 
     # --- a call ---------------------------------------------------------------
@@ -217,10 +229,12 @@ class NodeCheck:
 
     def check_leaks(self, values: Sequence[Any]) -> None:
         """BadRefcount when repeated calls of the C code leave allocated
-        blocks behind."""
+        blocks behind, or when any of them gets a reference count wrong (a
+        mistake made only on some calls shows here)."""
+        thunk, node = self.thunks[_C], self.node
         copies = [copy.deepcopy(v) for v in values]
-        thunk = self.thunks[_C]
-        check_blocks(self.node, lambda: thunk(copies, None))
+        positions = range(len(copies))
+        check_blocks(node, lambda: call_counted(thunk, node, copies, None, positions))
 
     def __repr__(self) -> str:
         return f"NodeCheck({describe_node(self.node)})"

@@ -67,7 +67,10 @@ def _garbage(array: np.ndarray) -> np.ndarray:
 
 def _strided(reference: np.ndarray) -> np.ndarray:
     big = np.empty(tuple(2 * n for n in reference.shape), dtype=reference.dtype)
-    return _garbage(big)[tuple(slice(None, None, 2) for _ in reference.shape)]
+    # The trailing Ellipsis keeps a 0-d result an ndarray (``big[()]`` is a
+    # NumPy scalar, which C code could not write into).
+    every_other: tuple[Any, ...] = (*(slice(None, None, 2) for _ in reference.shape), Ellipsis)
+    return _garbage(big)[every_other]
 
 
 def _resized(reference: np.ndarray, static: Sequence[Any], step: int) -> np.ndarray | None:

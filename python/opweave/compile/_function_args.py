@@ -8,11 +8,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from opweave.compile.io import output_variable
+from opweave.compile.io import In, input_variable, output_variable
 from opweave.compile.sharedvalue import SharedVariable
 from opweave.configparser import config
 from opweave.errors import OpweaveError
-from opweave.graph.basic import Variable, ancestors
+from opweave.graph.basic import Variable, ancestors, is_variable
 from opweave.graph.replace import clone_replace
 
 __all__ = ["FunctionArgs", "UnusedInputError", "function_args"]
@@ -29,6 +29,7 @@ class FunctionArgs(NamedTuple):
     single: bool  # one output variable (not a list) was given
     shared: list[SharedVariable]  # read by the graph; passed after the inputs
     updates: list[tuple[SharedVariable, Variable]]  # givens applied
+    mutable: frozenset[int] = frozenset()  # ids of the inputs given as In(mutable=True)
 
 
 def function_args(
@@ -39,8 +40,10 @@ def function_args(
     on_unused_input: str | None,
 ) -> FunctionArgs:
     """Checks and normalises what :func:`opweave.function` was given."""
-    if isinstance(inputs, Variable) or not isinstance(inputs, (list, tuple)):
+    if is_variable(inputs) or not isinstance(inputs, (list, tuple)):
         raise TypeError("inputs must be a list of variables")
+    mutable = frozenset(id(i.variable) for i in inputs if isinstance(i, In) and i.mutable)
+    inputs = [input_variable(i) for i in inputs]
     for position, variable in enumerate(inputs):
         if isinstance(variable, SharedVariable):
             raise TypeError(
@@ -51,7 +54,7 @@ def function_args(
     given = [outputs] if single else list(outputs)
     variables = [output_variable(o) for o in given]
     for position, variable in enumerate(variables):
-        if not isinstance(variable, Variable):
+        if not is_variable(variable):
             raise TypeError(f"output {position} is not a variable: {variable!r}")
     pairs = _update_pairs(updates)
     if givens:
@@ -65,7 +68,7 @@ def function_args(
     for variable, _ in pairs:
         if not any(variable is s for s in shared):
             shared.append(variable)
-    return FunctionArgs(list(inputs), variables, single, shared, pairs)
+    return FunctionArgs(list(inputs), variables, single, shared, pairs, mutable)
 
 
 def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Variable]]:
@@ -81,7 +84,7 @@ def _update_pairs(updates: Any) -> list[tuple[SharedVariable, Variable]]:
             raise TypeError(f"only shared variables can be updated, not {variable!r}")
         if any(variable is v for v, _ in pairs):
             raise ValueError(f"{variable} is updated twice")
-        if not isinstance(expression, Variable):
+        if not is_variable(expression):
             expression = variable.type.make_constant(expression)
         converted = variable.type.convert_variable(expression)
         if converted is None:

@@ -11,8 +11,9 @@ else ``perform``'s. Each mistake raises its own subclass of
   ``values_eq_approx``), or a run with a preallocated output differs;
 - :class:`BadDestroyMap`: an input changed that ``destroy_map`` does not
   declare;
-- :class:`BadViewMap`: an output shares memory with an input or another
-  output without a ``view_map`` entry;
+- :class:`BadViewMap`: an output shares memory with an input without a
+  ``view_map`` entry, or with another output when both are read by later
+  nodes and neither is a declared view of an input (PyTensor's rule);
 - :class:`InvalidValueError`: a value its type rejects, or (with
   ``check_isfinite``) a NaN or an infinity;
 - :class:`BadRefcount`: the C code leaked or over-released a reference.
@@ -129,7 +130,11 @@ def debug_function(
     from opweave.link.basic import node_steps
 
     nodes = fgraph.toposort()
-    checks = [NodeCheck(node, index, mode) for index, node in enumerate(nodes)]
+    read = {id(v) for node in nodes for v in node.inputs}  # by a node, not as an output
+    checks = [
+        NodeCheck(node, index, mode, [id(v) in read for v in node.outputs])
+        for index, node in enumerate(nodes)
+    ]
     steps = node_steps(nodes, [check.run for check in checks])
     fn = _core.Function(impl=NodeRunner(fgraph, binding, single, steps).run, unpack_single=single)
     fn.node_checks = checks

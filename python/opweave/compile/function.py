@@ -17,7 +17,8 @@ from typing import Any, cast
 from opweave import _core
 from opweave.compile.mode import Mode, get_mode
 from opweave.compile.rewrite import prepare
-from opweave.graph.basic import Variable
+from opweave.graph.basic import Apply, Variable
+from opweave.graph.destroy import infer_reuse_pattern
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding, compiled_function
 
@@ -77,9 +78,11 @@ def function(
     single = args.single and not stateful
     # DebugMode runs nodes like the per-node linker, and folds like it.
     linker = "c|py" if chosen.linker == "debug" else chosen.linker
-    prepared = prepare(fgraph, linker, chosen.folds_constants)
+    prepared = prepare(fgraph, linker, chosen.folds_constants, args.mutable)
     if any(a is not b for a, b in zip(prepared.outputs, fgraph.outputs, strict=True)):
         fgraph = FunctionGraph(list(fgraph.inputs), prepared.outputs)
+    # What the linkers empty at every call: the results returned are the caller's.
+    no_recycling = infer_reuse_pattern(fgraph, fgraph.outputs)
     graph_seconds = time.perf_counter() - start
     label = f"function {name!r}" if name else "function"
     bound = InputBinding(fgraph.inputs, label, allow_input_downcast)
@@ -88,13 +91,13 @@ def function(
 
         fn = debug_function(fgraph, bound, single, chosen)  # type: ignore[arg-type]
     elif chosen.linker != "c":
-        fn = _node_function(fgraph, bound, single, chosen.linker)
+        fn = _node_function(fgraph, bound, single, chosen.linker, no_recycling=no_recycling)
     elif prepared.copy_in_python:
-        inner = _compiled_function(fgraph, bound, single=False)
+        inner = _compiled_function(fgraph, bound, False, no_recycling=no_recycling)
         inner.trust_input = trust_input
         fn = _copying_function(inner, single, prepared.copy_in_python)
     else:
-        fn = _compiled_function(fgraph, bound, single)
+        fn = _compiled_function(fgraph, bound, single, no_recycling=no_recycling)
     if stateful:
         fn.trust_input = trust_input
         explicit = InputBinding(args.inputs, label, allow_input_downcast)
@@ -110,7 +113,7 @@ def function(
     fn.mode = chosen
     fn.maker = FunctionMaker(fgraph, chosen, args.inputs, args.outputs)
     fn.recipe = FunctionRecipe(
-        args.inputs,
+        list(inputs),  # In(mutable=True) kept
         args.outputs[0] if args.single else args.outputs,
         chosen if mode is not None else None,
         name,
@@ -138,8 +141,10 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
     (compiler runs), ``load`` (imports) and ``other`` (the rest, so that the
     phases add up to ``total``); ``modules``: per compiled module, its cache
     outcome, its own compile seconds and, when it was built from compile
-    units, how many of them were compiled and how many found in the cache;
-    ``compiled`` and ``reused``: how many modules were built here and found."""
+    units, how many of them were compiled and how many found in the cache,
+    and ``whole_because``: why a graph planned in units was compiled as one
+    ("" when it was not); ``compiled`` and ``reused``: how many modules were
+    built here and found."""
     parts = [fn] if hasattr(fn, "compile_seconds") else getattr(fn, "compiled_parts", [])
     profile: dict[str, Any] = {"graph": graph_seconds}
     for phase in _PHASES[1:]:
@@ -152,6 +157,7 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
             "compile": part.compile_seconds.get("compile", 0.0),
             "units_compiled": sum(1 for o, _ in getattr(part, "compile_units", ()) if o != "hit"),
             "units_reused": sum(1 for o, _ in getattr(part, "compile_units", ()) if o == "hit"),
+            "whole_because": getattr(part, "whole_because", ""),
         }
         for part in parts
     ]
@@ -200,32 +206,44 @@ _COMPILED_ATTRIBUTES = (
     "cache_outcome",
     "compile_seconds",
     "compile_units",
+    "whole_because",
     "compiled_parts",
 )
 
 
-def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, linker: str) -> Any:
+def _node_function(
+    fgraph: FunctionGraph,
+    bound: InputBinding,
+    single: bool,
+    linker: str,
+    order: Sequence[Apply] | None = None,
+    no_recycling: Sequence[Variable] = (),
+) -> Any:
     """``perform`` everywhere (``"py"``), or C where nodes have C code
-    (``"c|py"``: a graph whose nodes all do is compiled as in C mode)."""
+    (``"c|py"``: a graph whose nodes all do is compiled as in C mode), the
+    nodes in ``order`` (default: ``fgraph.toposort()``). Values pass between
+    steps in the loop's local variables, fresh at every call; only the
+    compiled regions keep storage, ``no_recycling`` excepted."""
     from opweave.compile.runner import NodeRunner
     from opweave.errors import CompileError
     from opweave.link.basic import PerformLinker, node_steps
     from opweave.link.c.opwise import can_run_in_c, region_steps
     from opweave.link.c.spec import MissingCCode
 
-    nodes = fgraph.toposort()
+    nodes = fgraph.toposort() if order is None else list(order)
     if linker == "py":
-        steps = node_steps(nodes, PerformLinker().accept(fgraph).thunks())
+        perform = PerformLinker()
+        steps = node_steps(nodes, [perform.node_thunk(n, k) for k, n in enumerate(nodes)])
     else:
         if all(can_run_in_c(node) for node in nodes):
             try:
-                fn = _compiled_function(fgraph, bound, single)
+                fn = _compiled_function(fgraph, bound, single, nodes, no_recycling)
             except (MissingCCode, CompileError):
                 pass  # the regions find what runs in C, or raise a node's error
             else:
                 fn.node_outcomes = [fn.cache_outcome] * len(nodes)
                 return fn
-        steps = region_steps(fgraph, bound.label)
+        steps = region_steps(fgraph, bound.label, nodes, no_recycling)
     fn = _core.Function(impl=NodeRunner(fgraph, bound, single, steps).run, unpack_single=single)
     # The compiled regions' steps run their Functions (which have compile_seconds).
     fn.compiled_parts = [
@@ -237,17 +255,33 @@ def _node_function(fgraph: FunctionGraph, bound: InputBinding, single: bool, lin
     return fn
 
 
-def graph_function(fgraph: FunctionGraph, linker: str, label: str) -> Any:
+def graph_function(
+    fgraph: FunctionGraph,
+    linker: str,
+    label: str,
+    order: Sequence[Apply] | None = None,
+    no_recycling: Sequence[Variable] = (),
+) -> Any:
     """``fgraph`` as a Function of its input values returning the list of
     its outputs, linked by ``linker`` (``"c"``, ``"c|py"`` or ``"py"``) with
-    no rewrite: what the linkers' ``make_thunk`` run."""
+    no rewrite, its nodes in ``order`` (default: ``fgraph.toposort()``) and
+    ``no_recycling`` emptied at every call: what the linkers' ``make_thunk``
+    run."""
     bound = InputBinding(fgraph.inputs, label)
     if linker == "c":
-        return _compiled_function(fgraph, bound, single=False)
-    return _node_function(fgraph, bound, False, linker)
+        return _compiled_function(fgraph, bound, False, order, no_recycling)
+    return _node_function(fgraph, bound, False, linker, order, no_recycling)
 
 
-def _compiled_function(fgraph: FunctionGraph, bound: InputBinding, single: bool) -> Any:
+def _compiled_function(
+    fgraph: FunctionGraph,
+    bound: InputBinding,
+    single: bool,
+    order: Sequence[Apply] | None = None,
+    no_recycling: Sequence[Variable] = (),
+) -> Any:
     from opweave.link.c.basic import CLinker
 
-    return compiled_function(CLinker().accept(fgraph).compile(), bound, single)
+    schedule = None if order is None else (lambda _: order)
+    linker = CLinker(schedule).accept(fgraph, no_recycling=list(no_recycling))
+    return compiled_function(linker.compile(), bound, single)

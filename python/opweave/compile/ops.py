@@ -27,7 +27,7 @@ from opweave.compile._c_code_registry import (
     registry_version,
     store_entry,
 )
-from opweave.graph.basic import Apply, Variable
+from opweave.graph.basic import Apply, Variable, fresh_variable, is_variable, make_apply
 from opweave.link.c.op import COp
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def register_deep_copy_op_c_code(typ: type, code: str, version: tuple[Any, ...] 
 
 
 def _one_variable(op: Any, x: Any) -> Variable:
-    if not isinstance(x, Variable):
+    if not is_variable(x):  # opweave's, or another graph library's
         raise TypeError(f"{op} expects a graph variable, got {type(x).__name__} ({x!r})")
     return x
 
@@ -80,9 +80,11 @@ class ViewOp(COp):
     c_code_and_version: ClassVar[dict[type, tuple[str, tuple[Any, ...]]]] = {}
 
     def make_node(self, x: Any) -> Apply:
-        """An apply of this op on the variable ``x``; the output has ``x``'s type."""
+        """An apply of this op on the variable ``x`` (opweave's, or another
+        graph library's: see :func:`~opweave.graph.basic.fresh_variable` and
+        :func:`~opweave.graph.basic.make_apply`); the output has ``x``'s type."""
         x = _one_variable(self, x)
-        return Apply(self, [x], [x.type()])
+        return make_apply(self, [x], [fresh_variable(x)])
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
         """The output is the input object itself."""
@@ -124,9 +126,11 @@ class DeepCopyOp(COp):
     c_code_and_version: ClassVar[dict[type, tuple[str, tuple[Any, ...]]]] = {}
 
     def make_node(self, x: Any) -> Apply:
-        """An apply of this op on the variable ``x``; the output has ``x``'s type."""
+        """An apply of this op on the variable ``x`` (opweave's, or another
+        graph library's: see :func:`~opweave.graph.basic.fresh_variable` and
+        :func:`~opweave.graph.basic.make_apply`); the output has ``x``'s type."""
         x = _one_variable(self, x)
-        return Apply(self, [x], [x.type()])
+        return make_apply(self, [x], [fresh_variable(x)])
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
         """Copies the input: ``value.copy()`` if it has that method, else

@@ -5,25 +5,45 @@
   ``do_constant_folding`` says no). ``perform`` computes it when the op's
   ``python_constant_folding(node)`` is true or in ``mode="py"``; otherwise
   the node's own compiled module does (as in ``mode="c|py"``).
+- **input protection**: a node that would destroy (``destroy_map``) a
+  function input, a shared value or a constant, directly or through views,
+  works on a :class:`~opweave.compile.ops.DeepCopyOp` of it, unless the
+  input was given as ``In(variable, mutable=True)`` (PyTensor's
+  ``Supervisor``). Two destroyers of one variable raise
+  :class:`~opweave.graph.destroy.InconsistencyError` first.
 - **output protection**: an output that is (or is a view of) an input, a
   constant or an earlier output is wrapped in
   :class:`~opweave.compile.ops.DeepCopyOp`, so no output shares memory with
-  an input, a constant or another output. In C mode so is a view of an
-  intermediate result, whose storage the module reuses at the next call.
+  an input, a constant or another output (PyTensor's ``insert_deepcopy``).
+  An output that views an intermediate result needs no copy: the linkers
+  never keep the storage of outputs and of what they view between calls
+  (:func:`~opweave.graph.destroy.no_recycling_of`).
 """
 
 from __future__ import annotations
 
+import copy
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import NamedTuple, cast
 
-from opweave.graph.basic import Apply, Constant, Variable, io_toposort
+from opweave.graph.basic import Apply, Constant, Variable, io_toposort, is_constant, make_apply
+from opweave.graph.destroy import alias_root, destroy_orderings
+from opweave.graph.destroy import view_root as destroyed_root
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
 from opweave.link.c.opwise import OpWiseCLinker
 
-__all__ = ["Prepared", "fold_constants", "prepare", "protect_outputs", "view_root"]
+__all__ = [
+    "Prepared",
+    "fold_constants",
+    "prepare",
+    "protect_destroyed_inputs",
+    "protect_outputs",
+    "view_root",
+]
+
+view_root = alias_root  # the variable whose memory a variable shares
 
 
 class Prepared(NamedTuple):
@@ -36,7 +56,8 @@ class Prepared(NamedTuple):
 
 def _folding_thunk(node: Apply, linker: str) -> NodeThunk | None:
     op = node.op
-    if linker != "py" and not (has_perform(op) and op.python_constant_folding(node)):
+    in_python = getattr(op, "python_constant_folding", None)  # another library's op may lack it
+    if linker != "py" and not (has_perform(op) and in_python is not None and in_python(node)):
         thunk = OpWiseCLinker().c_thunk(node)
         if thunk is not None:
             return thunk
@@ -52,13 +73,22 @@ def fold_constants(
     for node in io_toposort(fgraph.inputs, outputs):
         inputs = [replaced.get(id(v), v) for v in node.inputs]
         changed = any(a is not b for a, b in zip(inputs, node.inputs, strict=True))
-        foldable = all(isinstance(v, Constant) for v in inputs)
-        if foldable and node.op.do_constant_folding(fgraph, node):
+        foldable = all(is_constant(v) for v in inputs)
+        may_fold = getattr(node.op, "do_constant_folding", None)  # as above
+        if foldable and (may_fold is None or may_fold(fgraph, node)):
+            if _destroyed(node):  # it works on copies of the constants it destroys
+                inputs, changed = _copied_destroyed(node, inputs), True
             current = _rebuilt(node, inputs) if changed else node
             thunk = _folding_thunk(current, linker)
             if thunk is not None:
+                destroyed = _destroyed(node)
                 try:
-                    values = thunk([cast(Constant, v).data for v in inputs])
+                    values = thunk(
+                        [
+                            copy.deepcopy(v.data) if k in destroyed else v.data
+                            for k, v in enumerate(cast(list[Constant], inputs))
+                        ]
+                    )
                 except Exception as error:
                     error.add_note(f"raised while folding the constant node {node}")
                     raise
@@ -71,8 +101,54 @@ def fold_constants(
     return [replaced.get(id(v), v) for v in outputs]
 
 
+def _destroyed(node: Apply) -> list[int]:
+    """The positions of the inputs ``node`` destroys."""
+    destroy_map = getattr(node.op, "destroy_map", None) or {}
+    return sorted({i for inputs in destroy_map.values() for i in inputs})
+
+
+def _copied_destroyed(node: Apply, inputs: list[Variable]) -> list[Variable]:
+    """``inputs`` (constants), each one ``node`` destroys replaced by a new
+    constant holding a copy of its value."""
+    destroyed = _destroyed(node)
+    return [
+        v.type.make_constant(copy.deepcopy(cast(Constant, v).data)) if k in destroyed else v
+        for k, v in enumerate(inputs)
+    ]
+
+
+def protect_destroyed_inputs(
+    inputs: Sequence[Variable],
+    outputs: Sequence[Variable],
+    mutable: Collection[int] = (),
+    nodes: Sequence[Apply] | None = None,
+) -> list[Variable]:
+    """``outputs``, rebuilt so that no node destroys an input (but those
+    whose id is in ``mutable``), a constant or a view of one: such a node
+    destroys a DeepCopyOp of that variable instead. ``nodes``: the nodes
+    between ``inputs`` and ``outputs``, when known."""
+    from opweave.compile.ops import deep_copy_op
+
+    nodes = io_toposort(inputs, outputs) if nodes is None else nodes
+    destroy_orderings(nodes)  # two destroyers of one variable: an error, copies or not
+    if not any(_destroyed(node) for node in nodes):
+        return list(outputs)
+    protected = {id(v) for v in inputs if id(v) not in mutable}
+    replaced: dict[int, Variable] = {}
+    for node in nodes:
+        new = [replaced.get(id(v), v) for v in node.inputs]
+        for position in _destroyed(node):
+            root = destroyed_root(new[position])
+            if id(root) in protected or is_constant(root):
+                new[position] = deep_copy_op(new[position])
+        if any(a is not b for a, b in zip(new, node.inputs, strict=True)):
+            for old, made in zip(node.outputs, _rebuilt(node, new).outputs, strict=True):
+                replaced[id(old)] = made
+    return [replaced.get(id(v), v) for v in outputs]
+
+
 def _rebuilt(node: Apply, inputs: list[Variable]) -> Apply:
-    return Apply(node.op, inputs, [v.clone() for v in node.outputs])
+    return make_apply(node.op, inputs, [v.clone() for v in node.outputs], like=node)
 
 
 def protect_outputs(
@@ -87,14 +163,7 @@ def protect_outputs(
     seen: set[int] = set()  # the roots of the outputs so far
     for position, variable in enumerate(outputs):
         root = view_root(variable)
-        aliased = (
-            id(root) in sources
-            or isinstance(root, Constant)
-            or id(root) in seen
-            # In C mode intermediate results keep their storage between
-            # calls: a view of one would change under the caller's feet.
-            or (root is not variable and linker == "c")
-        )
+        aliased = id(root) in sources or is_constant(root) or id(root) in seen
         seen.add(id(root))
         if not aliased:
             protected.append(variable)
@@ -106,23 +175,12 @@ def protect_outputs(
     return Prepared(protected, in_python)
 
 
-def view_root(variable: Variable) -> Variable:
-    """The variable whose memory ``variable`` shares, following the ops'
-    ``view_map`` (and ``destroy_map``: an in-place result is its input)."""
-    while variable.owner is not None:
-        op = variable.owner.op
-        sources = (getattr(op, "view_map", None) or {}).get(variable.index) or (
-            getattr(op, "destroy_map", None) or {}
-        ).get(variable.index)
-        if not sources:
-            break
-        variable = variable.owner.inputs[sources[0]]
-    return variable
-
-
-def prepare(fgraph: FunctionGraph, linker: str, fold: bool = True) -> Prepared:
+def prepare(
+    fgraph: FunctionGraph, linker: str, fold: bool = True, mutable: Collection[int] = ()
+) -> Prepared:
     """Replaces shapes by what ops' ``infer_shape`` says and folds constants
-    (when ``fold``: the rewrites are on), then protects the outputs."""
+    (when ``fold``: the rewrites are on), then protects the inputs (but
+    those whose id is in ``mutable``) and the outputs."""
     outputs = list(fgraph.outputs)
     if fold:
         if "opweave.tensor.shape" in sys.modules:  # else no Shape op was ever made
@@ -130,4 +188,7 @@ def prepare(fgraph: FunctionGraph, linker: str, fold: bool = True) -> Prepared:
 
             outputs = infer_shapes(fgraph, outputs)
         outputs = fold_constants(fgraph, outputs, linker)
+    unchanged = all(a is b for a, b in zip(outputs, fgraph.outputs, strict=True))
+    nodes = fgraph.apply_nodes if unchanged else None
+    outputs = protect_destroyed_inputs(fgraph.inputs, outputs, mutable, nodes)
     return protect_outputs(fgraph.inputs, outputs, linker)

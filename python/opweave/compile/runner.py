@@ -4,7 +4,10 @@
 
 The loop is unrolled: :class:`NodeRunner` writes a Python function that
 calls the steps one after the other, with each value in a local variable,
-so that a call costs little more than its steps. The generated text holds
+so that a call costs little more than its steps. Those locals are every
+cell of the loop: each is empty at the start of every call and released at
+its end, so the loop itself recycles nothing (a compiled region empties its
+own ``no_recycling`` cells). The generated text holds
 only names that opweave makes (``a0``, ``v3``, ``s1``); the steps, the
 constants and the helpers are passed in its namespace.
 """
@@ -14,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from opweave.graph.basic import Constant
+from opweave.graph.basic import is_constant, vars_between
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import Step
-from opweave.link.callable import InputBinding, add_note
+from opweave.link.callable import InputBinding, note_failed_node
 
 __all__ = ["NodeRunner"]
 
@@ -26,7 +29,8 @@ class NodeRunner:
     """``run`` calls the steps in order, passing values between them. Arguments go
     through ``Type.filter`` unless every step that reads them checks its
     inputs itself (compiled code does, in C). An error raised by a step that
-    runs Python code gets a note naming the node."""
+    runs Python code gets a note naming the node, and the node's number as
+    ``error.failed_node``."""
 
     def __init__(
         self, fgraph: FunctionGraph, inputs: InputBinding, single: bool, steps: Sequence[Step]
@@ -40,8 +44,8 @@ class NodeRunner:
     def _generate(self, fgraph: FunctionGraph) -> Any:
         names: dict[int, str] = {}
         namespace: dict[str, Any] = {"bind": self.inputs.bind, "filter": self.inputs.filter_one}
-        for variable in fgraph.variables:
-            if isinstance(variable, Constant):
+        for variable in vars_between(fgraph.inputs, fgraph.outputs):  # any graph's
+            if is_constant(variable):
                 names[id(variable)] = f"c{len(names)}"
                 namespace[names[id(variable)]] = variable.data
         arguments = [f"a{p}" for p in range(len(fgraph.inputs))]
@@ -92,4 +96,5 @@ class NodeRunner:
     def _note(self, error: BaseException, step: int) -> None:
         # Compiled steps name the node themselves (the C code's failed block).
         if step >= 0 and not self.steps[step].checks_inputs:
-            add_note(error, f"raised by {self.steps[step].label}")
+            done = self.steps[step]
+            note_failed_node(error, done.node, f"raised by {done.label}")

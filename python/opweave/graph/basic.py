@@ -4,7 +4,7 @@ the walks over them (:func:`io_toposort`, :func:`graph_inputs`, ...)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 if TYPE_CHECKING:
     from opweave.graph.op import Op
@@ -16,8 +16,14 @@ __all__ = [
     "NominalVariable",
     "Variable",
     "ancestors",
+    "fresh_variable",
+    "graph_clients",
     "graph_inputs",
+    "graph_variables",
     "io_toposort",
+    "is_constant",
+    "is_variable",
+    "make_apply",
     "vars_between",
 ]
 
@@ -173,7 +179,7 @@ class Apply:
 def _checked_variables(values: Sequence[Variable], what: str, op: Op) -> list[Variable]:
     values = list(values)
     for position, value in enumerate(values):
-        if not isinstance(value, Variable):
+        if not is_variable(value):
             raise TypeError(
                 f"{op}: Apply {what}[{position}] must be a Variable, got {type(value).__name__} "
                 f"({value!r}); convert it first (e.g. with as_tensor_variable)"
@@ -241,3 +247,97 @@ def vars_between(inputs: Iterable[Variable], outputs: Iterable[Variable]) -> lis
     """Every variable on a path from ``inputs`` to ``outputs``, inputs and
     outputs included."""
     return list(ancestors(outputs, inputs))
+
+
+# --- the graph protocol ---------------------------------------------------
+#
+# What opweave's linkers ask of a graph, so that they take graphs built by
+# another library (PyTensor's, or any that follows the protocol) as well as
+# opweave's own: see docs/pytensor-compat.md, "Graphs from other libraries".
+
+
+def is_variable(value: Any) -> bool:
+    """Whether ``value`` is a graph variable: one of opweave's, or any object
+    with a ``type`` and an ``owner`` (another library's variable)."""
+    return isinstance(value, Variable) or (hasattr(value, "type") and hasattr(value, "owner"))
+
+
+def is_constant(variable: Any) -> TypeGuard[Constant]:
+    """Whether ``variable`` is a constant: an opweave :class:`Constant`, or
+    another library's variable with no owner, a ``data`` attribute (its
+    value) and a ``signature()`` method, as PyTensor's constants have.
+    opweave's other variables (shared, nominal) are never constants. (For
+    type checkers it narrows to :class:`Constant`, whose ``type``, ``data``
+    and ``name`` every constant has.)"""
+    if isinstance(variable, Variable):
+        return isinstance(variable, Constant)
+    return (
+        getattr(variable, "owner", None) is None
+        and hasattr(variable, "data")
+        and callable(getattr(variable, "signature", None))
+    )
+
+
+def fresh_variable(like: Any) -> Any:
+    """A new variable with no owner, of ``like``'s type and of the class of
+    ``like``'s graph library, never a constant.
+
+    For opweave's variables it is ``like.type()``. For another library's, it
+    is ``like.clone()`` renamed ``None`` (the protocol: ``clone()`` returns
+    a new ownerless variable of the same class); for one whose ``clone()``
+    cannot give that (a constant, or an interned variable, whose clone is
+    itself) it is ``like.type()``, the type's own variable class."""
+    if isinstance(like, Variable) or is_constant(like):
+        return like.type()
+    made = like.clone()
+    if made is like or is_constant(made) or getattr(made, "owner", None) is not None:
+        return like.type()
+    made.name = None
+    return made
+
+
+def make_apply(op: Any, inputs: Sequence[Any], outputs: Sequence[Any], like: Any = None) -> Any:
+    """A new apply node of ``op`` from ``inputs`` to ``outputs``, of the
+    class of ``like`` (an apply node) if given, else of the class of the
+    node owning the first input that has one, else opweave's
+    :class:`Apply`. The class is called as ``cls(op, inputs, outputs)``;
+    when it refuses them with a TypeError (another library's node given one
+    of opweave's variables, e.g. a constant made by folding), and has taken
+    none of the outputs, the node is opweave's :class:`Apply`."""
+    if like is None:
+        like = next((v.owner for v in inputs if getattr(v, "owner", None) is not None), None)
+    if like is not None and type(like) is not Apply:
+        try:
+            return type(like)(op, list(inputs), list(outputs))
+        except TypeError:
+            if any(getattr(v, "owner", None) is not None for v in outputs):
+                raise
+    return Apply(op, list(inputs), list(outputs))
+
+
+def graph_variables(fgraph: Any, nodes: Sequence[Any] | None = None) -> list[Any]:
+    """Every variable of ``fgraph``, each once, in a fixed order: its inputs,
+    then each node's inputs and outputs (in the order of ``nodes``, by
+    default ``fgraph.toposort()``), then its outputs. It needs only
+    ``inputs``, ``outputs`` and ``toposort()`` of the graph."""
+    found: dict[int, Any] = {id(v): v for v in fgraph.inputs}
+    for node in fgraph.toposort() if nodes is None else nodes:
+        for variable in [*node.inputs, *node.outputs]:
+            found.setdefault(id(variable), variable)
+    for variable in fgraph.outputs:
+        found.setdefault(id(variable), variable)
+    return list(found.values())
+
+
+def graph_clients(
+    fgraph: Any, nodes: Sequence[Any] | None = None
+) -> dict[int, list[tuple[Any, int]]]:
+    """``id(variable)`` -> ``[(node, input position), ...]``: the nodes of
+    ``fgraph`` (or ``nodes``, its ``toposort()`` when not given) that use each
+    variable, computed from the nodes (a graph's own ``clients`` may be keyed
+    by variable or by id, and hold output markers)."""
+    clients: dict[int, list[tuple[Any, int]]] = {}
+    for node in fgraph.toposort() if nodes is None else nodes:
+        for position, variable in enumerate(node.inputs):
+            clients.setdefault(id(variable), []).append((node, position))
+    return clients

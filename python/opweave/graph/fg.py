@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 from opweave.graph.basic import (
     Apply,
-    Constant,
     Variable,
     graph_inputs,
     io_toposort,
+    is_constant,
+    is_variable,
     vars_between,
 )
 
@@ -38,19 +39,20 @@ class FunctionGraph:
             raise TypeError("FunctionGraph needs outputs")
         self.outputs = list(outputs)
         for position, variable in enumerate(self.outputs):
-            if not isinstance(variable, Variable):
+            if not is_variable(variable):
                 raise TypeError(f"output {position} is not a Variable: {variable!r}")
         if inputs is None:  # every ownerless variable the outputs need, but constants
-            inputs = [v for v in graph_inputs(self.outputs) if not isinstance(v, Constant)]
+            inputs = [v for v in graph_inputs(self.outputs) if not is_constant(v)]
         self.inputs = list(inputs)
         # An input may be a Constant (then its value comes from the caller,
         # as for any input) and may be given twice (both positions read it).
         seen: set[int] = set()
         for position, variable in enumerate(self.inputs):
-            if not isinstance(variable, Variable):
+            if not is_variable(variable):
                 raise TypeError(f"input {position} is not a Variable: {variable!r}")
             seen.add(id(variable))
         self.apply_nodes: list[Apply] = io_toposort(self.inputs, self.outputs)
+        self._order: list[Apply] | None = None  # toposort(), computed once
         self.variables: list[Variable] = vars_between(self.inputs, self.outputs)
         self.clients: dict[int, list[tuple[Apply, int]]] = {id(v): [] for v in self.variables}
         for node in self.apply_nodes:
@@ -61,7 +63,7 @@ class FunctionGraph:
     def _check_inputs(self, inputs: set[int]) -> None:
         for variable in self.variables:
             if variable.owner is None and id(variable) not in inputs:
-                if isinstance(variable, Constant):
+                if is_constant(variable):
                     continue
                 users = [str(node) for node, _ in self.clients.get(id(variable), [])]
                 used_by = f", used by {', '.join(users)}" if users else ""
@@ -71,8 +73,14 @@ class FunctionGraph:
                 )
 
     def toposort(self) -> list[Apply]:
-        """The nodes, each after the nodes that compute its inputs."""
-        return list(self.apply_nodes)
+        """The nodes, each after the nodes that compute its inputs and after
+        every other reader of what it destroys (:mod:`opweave.graph.destroy`;
+        InconsistencyError when that order does not exist)."""
+        if self._order is None:
+            from opweave.graph.destroy import order_nodes
+
+            self._order = order_nodes(self.apply_nodes)
+        return list(self._order)
 
     def __str__(self) -> str:
         return f"FunctionGraph({', '.join(str(o) for o in self.outputs)})"

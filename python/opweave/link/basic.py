@@ -44,6 +44,7 @@ class Step(NamedTuple):
     outcomes: list[Any]  # per node: the module's cache outcome, None for perform
     checks_inputs: bool  # True when compiled code checks (and converts) its inputs
     packed: bool = False  # True: run takes one sequence of values (run(values))
+    node: int | None = None  # a one-node Python step: the node's number (error.failed_node)
 
 
 def node_steps(nodes: Sequence[Apply], thunks: Sequence[NodeThunk]) -> list[Step]:
@@ -57,6 +58,7 @@ def node_steps(nodes: Sequence[Apply], thunks: Sequence[NodeThunk]) -> list[Step
             [getattr(thunk, "outcome", None)],
             checks_inputs=False,
             packed=True,
+            node=index,
         )
         for index, (node, thunk) in enumerate(zip(nodes, thunks, strict=True))
     ]
@@ -119,12 +121,14 @@ class PerformLinker(Linker):
 
     def __init__(self, schedule: Any = None) -> None:
         self.fgraph: FunctionGraph | None = None
+        self.schedule = schedule
 
     def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
-        """Every node's ``perform``, in topological order."""
+        """Every node's ``perform``, in :meth:`order`."""
         from opweave.compile.function import graph_function
 
-        return graph_function(fgraph, "py", "PerformLinker thunk"), "perform", False
+        run = graph_function(fgraph, "py", "PerformLinker thunk", self.order(), self.no_recycling)
+        return run, "perform", False
 
     def node_thunk(self, node: Apply, index: int) -> NodeThunk:
         """The thunk of ``node``; MethodNotDefined if its op has no perform."""
@@ -136,6 +140,5 @@ class PerformLinker(Linker):
         return perform_thunk(node)
 
     def thunks(self) -> list[NodeThunk]:
-        """One thunk per node of the bound graph, in topological order."""
-        nodes = self.bound_graph().toposort()
-        return [self.node_thunk(node, index) for index, node in enumerate(nodes)]
+        """One thunk per node of the bound graph, in :meth:`order`."""
+        return [self.node_thunk(node, index) for index, node in enumerate(self.order())]

@@ -18,7 +18,7 @@ from typing import Any
 from opweave import _core
 from opweave.graph.basic import Variable
 
-__all__ = ["Fallback", "InputBinding", "add_note", "compiled_function"]
+__all__ = ["Fallback", "InputBinding", "add_note", "compiled_function", "note_failed_node"]
 
 _MISSING = object()
 
@@ -27,6 +27,19 @@ def add_note(error: BaseException, note: str) -> None:
     """``error.add_note(note)`` where Python has it (3.11 and later)."""
     if hasattr(error, "add_note"):
         error.add_note(note)
+
+
+def note_failed_node(error: BaseException, index: int | None, note: str) -> None:
+    """Adds ``note`` (naming the node) to ``error`` and sets
+    ``error.failed_node`` to the node's index in the graph's order (the
+    number the note uses); the last one set wins, so an outer graph's number
+    replaces an inner one's."""
+    add_note(error, note)
+    if index is not None:
+        try:
+            error.failed_node = index  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # an exception type without attributes
+            pass
 
 
 class InputBinding:
@@ -100,8 +113,9 @@ class InputBinding:
 class Fallback:
     """What a compiled Function does with a call its C code did not accept:
     an error raised by a node's code is re-raised with a note naming the
-    node (and, when an output's type rejected the value, the position of
-    that output as ``error.failed_output``); a call with keywords, a wrong
+    node and the node's number as ``error.failed_node`` (and, when an
+    output's type rejected the value, the position of that output as
+    ``error.failed_output``); a call with keywords, a wrong
     count or inexact inputs is bound, converted and run again."""
 
     def __init__(
@@ -109,10 +123,12 @@ class Fallback:
         binding: InputBinding,
         block_names: dict[int, str],
         output_blocks: dict[int, int] | None = None,
+        node_blocks: dict[int, int] | None = None,
     ) -> None:
         self.binding = binding
         self.block_names = block_names
         self.output_blocks = output_blocks or {}
+        self.node_blocks = node_blocks or {}
         # A weak reference: the Function owns this fallback, and a cycle would
         # delay freeing the compiled struct until the garbage collector runs.
         self.function: Any = lambda: None
@@ -127,7 +143,8 @@ class Fallback:
         if error is not None and failed_block > len(self.binding.variables):
             where = self.block_names.get(failed_block)
             if where:
-                add_note(error, f"raised by the C code of {where}")
+                note = f"raised by the C code of {where}"
+                note_failed_node(error, self.node_blocks.get(failed_block), note)
             if failed_block in self.output_blocks:
                 # The output's type rejected the value its op's code made.
                 error.failed_output = self.output_blocks[failed_block]  # type: ignore[attr-defined]
@@ -149,7 +166,8 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     :class:`~opweave.link.c.basic.CompiledGraph`): one instance of its
     struct, the fallback above, and the module's source, library and cache
     outcome as attributes."""
-    fallback = Fallback(binding, compiled.block_names, compiled.output_blocks)
+    node_blocks = getattr(compiled, "node_blocks", None)
+    fallback = Fallback(binding, compiled.block_names, compiled.output_blocks, node_blocks)
     fn = _core.Function(
         module=compiled.module, orphans=compiled.orphans, unpack_single=single, fallback=fallback
     )
@@ -159,4 +177,5 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     fn.cache_outcome = compiled.outcome
     fn.compile_seconds = compiled.seconds or {}
     fn.compile_units = compiled.units
+    fn.whole_because = compiled.whole_because
     return fn

@@ -14,7 +14,8 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opweave.graph.basic import Variable
+from opweave.graph.basic import Apply, Variable
+from opweave.graph.destroy import Schedule, no_recycling_of, ordered_nodes
 from opweave.graph.fg import FunctionGraph
 
 __all__ = ["Container", "Linker", "Thunk", "thunk_of"]
@@ -112,21 +113,36 @@ def _containers(
 
 
 class Linker:
-    """What every linker shares: ``accept(fgraph)`` binds it to a graph (a
-    copy of the linker when it is bound to another one already), and
-    ``make_thunk()`` returns ``(thunk, input_containers,
-    output_containers)`` around what :meth:`runner` makes of the graph."""
+    """What every linker shares: ``accept(fgraph, no_recycling)`` binds it to
+    a graph (a copy of the linker when it is bound to another one already),
+    and ``make_thunk()`` returns ``(thunk, input_containers,
+    output_containers)`` around what :meth:`runner` makes of the graph.
+
+    The nodes run in :meth:`order`: the linker's ``schedule(fgraph)`` when
+    it was given one, else a topological order that honours the destroy
+    orderings (:func:`~opweave.graph.destroy.ordered_nodes`). The variables
+    in ``no_recycling`` (set by :meth:`accept`) are emptied at every run."""
 
     fgraph: FunctionGraph | None = None
+    schedule: Schedule | None = None
+    no_recycling: list[Variable] = []  # noqa: RUF012  # replaced by accept()
 
     def accept(self, fgraph: FunctionGraph, no_recycling: Any = None, profile: Any = None) -> Any:
-        """Binds the linker to ``fgraph``; returns the bound linker."""
+        """Binds the linker to ``fgraph``; returns the bound linker.
+        ``no_recycling`` (variables, or True for all) adds to what the
+        linker never keeps between calls: the outputs and every variable
+        they view (:func:`~opweave.graph.destroy.no_recycling_of`)."""
         if self.fgraph is not None and self.fgraph is not fgraph:
             clone = copy.copy(self)
             clone.fgraph = None
             return clone.accept(fgraph, no_recycling, profile)
         self.fgraph = fgraph
+        self.no_recycling = no_recycling_of(fgraph, no_recycling)
         return self
+
+    def order(self) -> list[Apply]:
+        """The bound graph's nodes in the order they run."""
+        return ordered_nodes(self.bound_graph(), self.schedule)
 
     def bound_graph(self) -> FunctionGraph:
         """The graph given to :meth:`accept`."""

@@ -16,7 +16,7 @@ class VMLinker(OpWiseCLinker):
     """The per-node linker. PyTensor's options (``allow_gc``, ``use_cloop``,
     ``callback``, ``lazy``, ...) are accepted; the node loop is always the
     generated one of ``mode="c|py"``, and intermediate results are kept
-    between calls."""
+    between calls, but those in ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
 
     def __init__(
         self,

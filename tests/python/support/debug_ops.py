@@ -45,6 +45,31 @@ def double_perform(node: Any, inputs: list[Any], outputs: list[list[Any]]) -> No
     outputs[0][0] = inputs[0] * 2
 
 
+# C that makes %(z)s the sum of two float64 vectors of one length, %(x)s
+# and %(y)s (any strides), in a new array.
+ADD = """
+{
+    npy_intp n = PyArray_DIMS(%(x)s)[0];
+    if (PyArray_DIMS(%(y)s)[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "Add: the vectors differ in length");
+        %(fail)s
+    }
+    Py_XDECREF(%(z)s);
+    %(z)s = (PyArrayObject*)PyArray_EMPTY(1, &n, NPY_FLOAT64, 0);
+    if (!%(z)s) %(fail)s
+    for (npy_intp i = 0; i < n; ++i)
+        *(double*)PyArray_GETPTR1(%(z)s, i) =
+            *(double*)PyArray_GETPTR1(%(x)s, i) + *(double*)PyArray_GETPTR1(%(y)s, i);
+}
+"""
+
+
+def add_perform(node: Any, inputs: list[Any], outputs: list[list[Any]]) -> None:
+    if inputs[0].shape != inputs[1].shape:
+        raise ValueError("Add: the vectors differ in length")
+    outputs[0][0] = inputs[0] + inputs[1]
+
+
 class DebugOp(COp):
     """An op on float64 arrays with the given C body and ``perform``."""
 

@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from opweave.graph.utils import MethodNotDefined
+from opweave.graph.utils import not_defined_errors
 from opweave.link.c.hooks import call_hook
 
 __all__ = ["CELL_NAME", "Cells", "code_hash", "step_function"]
@@ -96,6 +96,7 @@ class Cells:
         self.names: dict[str, str] = {}  # hook texts -> struct name
         self.types: dict[str, Any] = {}  # struct name -> (type, check_input)
         self.definitions: dict[str, list[Fragment]] = {}  # struct name -> its text
+        self.synced: set[str] = set()  # the structs that have sync() (their type's c_sync)
 
     def cell(self, variable: Any, check: bool, what: str, needs: tuple[str, ...] = ()) -> str:
         """The struct for ``variable``'s type code (checked or not), defined
@@ -121,6 +122,8 @@ class Cells:
             # c_declare, c_extract and c_cleanup are required: hook_text raised if missing.
             assert declare is not None and extract is not None and cleanup is not None
             self.definitions[name] = self._define(name, declare, extract, cleanup, init, sync)
+            if sync is not None:
+                self.synced.add(name)
         return name
 
     def place(self, name: str, roles: tuple[str, ...]) -> int:
@@ -152,7 +155,7 @@ class Cells:
         optional hook is not implemented."""
         try:
             text = call_hook(kind, hook, CELL_NAME, dict(_SUB), default="", check_input=check)
-        except (NotImplementedError, MethodNotDefined):
+        except not_defined_errors(NotImplementedError):
             if required:
                 raise
             return None

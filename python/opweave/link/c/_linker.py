@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from opweave.configparser import config
+from opweave.link.c._flags import group_flags
 from opweave.link.c.sanitize import is_clang
 
 __all__ = ["linker_flags"]
@@ -26,7 +27,9 @@ def linker_flags(compiler: Any, flags: Sequence[str]) -> list[str]:
     ``config.cmodule__linker`` is ``default``; the configured linker when it
     names one; with ``auto``, gold for GCC when ``ld.gold`` is found."""
     chosen = config.cmodule__linker
-    if chosen == "default" or any(flag.startswith("-fuse-ld=") for flag in flags):
+    # Options, not the arguments of other options (``-Xclang -fuse-ld=x``).
+    options = [group[0] for group in group_flags(flags) if len(group) == 1]
+    if chosen == "default" or any(option.startswith("-fuse-ld=") for option in options):
         return []
     if chosen != "auto":
         return [f"-fuse-ld={chosen}"]

@@ -23,13 +23,14 @@ when the op has struct-level state. Without state, ``run`` is static.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from opweave.graph.basic import Apply
-from opweave.graph.utils import MethodNotDefined
+from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells, Fragment, Fragmenter, code_hash, step_function
-from opweave.link.c.hooks import call_hook
+from opweave.link.c.hooks import call_hook, call_optional_hook
 
 __all__ = ["MissingCCode", "NodeStructs", "OpStruct"]
 
@@ -66,8 +67,9 @@ class StructCode(NamedTuple):
     declaration: list[Fragment]  # the struct, run() declared
     body: list[Fragment]  # run() defined
     cells: list[str]  # the cell structs run() takes, in order
-    op: Any  # the op whose code it is
+    ops: list[Any]  # the ops whose nodes run it (their support code goes with it)
     support_apply: Fragment  # the node's c_support_code_apply
+    init_apply: Fragment  # the node's c_init_code_apply
 
 
 class NodeArgs(NamedTuple):
@@ -98,8 +100,7 @@ class NodeStructs:
         self.functions: list[list[Fragment]] = []  # the step functions
         self.structs: dict[str, OpStruct] = {}  # key text -> struct
         self.codes: list[StructCode] = []  # one per struct, in order of first use
-        self.support_apply: list[Fragment] = []
-        self.init_apply: list[Fragment] = []
+        self.order: dict[str, int] = {}  # struct name -> its index in codes
 
     def hook_texts(self, node: Apply, name: str, args: NodeArgs, what: str) -> list[str]:
         """The texts of the node hooks, under node name ``name``."""
@@ -111,19 +112,19 @@ class NodeStructs:
             sub["params"] = struct_sub["params"] = PARAMS
         try:
             code = op.c_code(node, name, inputs, outputs, sub)
-        except (NotImplementedError, MethodNotDefined) as error:
+        except not_defined_errors(NotImplementedError) as error:
             raise MissingCCode(
                 f"{what} has no C implementation ({error}); run the graph with "
                 f"mode='py', or give {type(op).__name__} a c_code method"
             ) from error
         calls: list[Callable[[], Any]] = [
             lambda: code,
-            lambda: call_hook(op, "c_code_cleanup", node, name, inputs, outputs, sub),
-            lambda: call_hook(op, "c_support_code_struct", node, name),
-            lambda: call_hook(op, "c_init_code_struct", node, name, struct_sub),
-            lambda: call_hook(op, "c_cleanup_code_struct", node, name),
-            lambda: call_hook(op, "c_support_code_apply", node, name),
-            lambda: call_hook(op, "c_init_code_apply", node, name),
+            lambda: call_optional_hook(op, "c_code_cleanup", node, name, inputs, outputs, sub),
+            lambda: call_optional_hook(op, "c_support_code_struct", node, name),
+            lambda: call_optional_hook(op, "c_init_code_struct", node, name, struct_sub),
+            lambda: call_optional_hook(op, "c_cleanup_code_struct", node, name),
+            lambda: call_optional_hook(op, "c_support_code_apply", node, name),
+            lambda: call_optional_hook(op, "c_init_code_apply", node, name),
         ]
         return [
             _text(call(), f"{what} {hook}") for hook, call in zip(_NODE_HOOKS, calls, strict=True)
@@ -139,6 +140,9 @@ class NodeStructs:
         key = "\0".join([*texts, *cells])
         found = self.structs.get(key)
         if found is not None:
+            ops = self.codes[self.order[found.name]].ops
+            if all(op is not node.op for op in ops):
+                ops.append(node.op)
             return found
         found = OpStruct(f"op_{code_hash(*texts, *cells)}", any(texts[2:5]))
         self.structs[key] = found
@@ -146,11 +150,10 @@ class NodeStructs:
             self.fragment(text, f"{what} {hook}")
             for hook, text in zip(_NODE_HOOKS, texts, strict=True)
         ]
-        self.support_apply.append(parts[5])
-        self.init_apply.append(parts[6])
         declaration, body = self._define(found, args, parts)
         used = [c for c in [*args.inputs, *args.outputs, args.params] if c is not None]
-        self.codes.append(StructCode(found, declaration, body, used, node.op, parts[5]))
+        self.order[found.name] = len(self.codes)
+        self.codes.append(StructCode(found, declaration, body, used, [node.op], parts[5], parts[6]))
         self.functions.append([(self._step_functions(found, args), -1)])
         return found
 
@@ -238,6 +241,19 @@ class NodeStructs:
             (f"{name} = {source}.V;\n", -1),
         ]
 
+    def _python_objects(self, args: NodeArgs, *code: Fragment) -> list[Fragment]:
+        """Makes ``py_V_in<k>`` valid before the node's code runs, for each
+        input whose Python object ``code`` uses: the cell's ``sync()`` (its
+        type's ``c_sync``), which points it at the array (or builds the
+        object) that the C value holds. An intermediate result has only its
+        C value until then. A failure returns with the Python error set."""
+        text = "".join(fragment[0] for fragment in code)
+        return [
+            (f"if (__i{k}.sync() != 0) {{\nreturn 1;\n}}\n", -1)
+            for k, cell in enumerate(args.inputs)
+            if cell in self.cells.synced and re.search(rf"\bpy_V_in{k}\b", text)
+        ]
+
     def _define(
         self, struct: OpStruct, args: NodeArgs, parts: list[Fragment]
     ) -> tuple[list[Fragment], list[Fragment]]:
@@ -265,7 +281,8 @@ class NodeStructs:
         run = f"run({', '.join([*signature, *params])})"
         out.append((f"{static}int {run};\n}};\n", -1))
         head = f"int {struct.name}::{run} {{\nint __failure = 0;\n"
-        definition = [(head, -1), *body, *locals_, ("{\n", -1), code]
+        definition = [(head, -1), *body, *self._python_objects(args, code, cleanup), *locals_]
+        definition += [("{\n", -1), code]
         copy_back = "".join(f"__o{k}.V = V_out{k};\n" for k in range(len(args.outputs)))
         definition += [
             ("__label_1: ;\n", -1),

@@ -45,10 +45,15 @@ class ObjectCode(NamedTuple):
 
 def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
     """The groups of ``codes`` that go to units, or none when the graph has
-    fewer distinct node codes than ``config.cmodule__unit_threshold``."""
+    fewer distinct node codes than ``config.cmodule__unit_threshold``.
+
+    Structs with per-node state stay in the module: the graph struct holds
+    their instances, so the module must see their whole definition, and
+    their init code must see the statics their code sees."""
     threshold = config.cmodule__unit_threshold
     if threshold == 0 or len(codes) < threshold:
         return []
+    codes = [code for code in codes if not code.struct.stateful]
     groups: list[list[StructCode]] = []
     current: list[StructCode] = []
     for code in codes:
@@ -69,9 +74,13 @@ def unit_spec(
     object_code: Callable[[Any], ObjectCode],
 ) -> dict[str, Any]:
     """The spec of the unit holding ``group`` (see ``UnitSpec`` in
-    include/opweave/module_source.hpp)."""
+    include/opweave/module_source.hpp): the code of its nodes, their
+    apply-specific support code, and the support code and init code of
+    their ops and of their cells' types; the unit's init function runs that
+    init code, then the nodes' ``c_init_code_apply``."""
     cells = list(dict.fromkeys(cell for code in group for cell in code.cells))
-    objects = list({id(o): o for o in [*map(cell_type, cells), *(c.op for c in group)]}.values())
+    ops = [op for code in group for op in code.ops]
+    objects = list({id(o): o for o in [*map(cell_type, cells), *ops]}.values())
     parts = [object_code(obj) for obj in objects]
     return {
         "headers": [h for part in parts for h in part.headers],
@@ -84,4 +93,5 @@ def unit_spec(
             *([*code.declaration, *code.body] for code in group),
         ],
         "init_code": [i for part in parts for i in part.init],
+        "init_code_apply": [code.init_apply for code in group],
     }

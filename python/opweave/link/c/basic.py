@@ -12,7 +12,7 @@ import logging
 import re
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -20,14 +20,16 @@ import numpy as np
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
-from opweave.graph.basic import Constant
+from opweave.graph.basic import graph_variables, io_toposort, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
+from opweave.link.c._flags import remove_flags, uniq_flags
 from opweave.link.c._linker import linker_flags
-from opweave.link.c.hooks import call_hook
+from opweave.link.c.hooks import call_optional_hook
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
+from opweave.link.callable import InputBinding, compiled_function
 from opweave.link.thunk import Linker, Runner
 
 if TYPE_CHECKING:
@@ -68,6 +70,10 @@ class CompiledGraph(NamedTuple):
     seconds: dict[str, float] | None = None
     # When built from units: each unit's (outcome, compile seconds).
     units: tuple[tuple[str, float], ...] = ()
+    # Why a graph planned in units was compiled as one ("" when it was not).
+    whole_because: str = ""
+    # run block id of a node -> the node's number (``error.failed_node``)
+    node_blocks: dict[int, int] | None = None
 
 
 def _uniq(items: Sequence[str]) -> list[str]:
@@ -79,6 +85,7 @@ class CLinker(Linker):
 
     def __init__(self, schedule: Any = None, numbers: dict[int, int] | None = None) -> None:
         self.fgraph: FunctionGraph | None = None
+        self.schedule = schedule
         # id(node) -> its number in messages, for a graph taken from a larger one
         self.numbers = numbers
 
@@ -87,9 +94,11 @@ class CLinker(Linker):
     def _objects(self) -> list[Any]:
         assert self.fgraph is not None
         objects: dict[int, Any] = {}
-        for variable in self.fgraph.variables:
+        # Only inputs and outputs: any graph library's graph has them.
+        nodes = io_toposort(self.fgraph.inputs, self.fgraph.outputs)
+        for variable in graph_variables(self.fgraph, nodes):
             objects.setdefault(id(variable.type), variable.type)
-        for node in self.fgraph.apply_nodes:
+        for node in nodes:
             objects.setdefault(id(node.op), node.op)
         return list(objects.values())
 
@@ -98,7 +107,7 @@ class CLinker(Linker):
         ``config.cxx``. Two different requests are an error."""
         chosen: Any = None
         for obj in self._objects():
-            wanted = call_hook(obj, "c_compiler")
+            wanted = call_optional_hook(obj, "c_compiler")
             if wanted is None:
                 continue
             if chosen is not None and wanted != chosen:
@@ -117,7 +126,8 @@ class CLinker(Linker):
     def compile_job(self, objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
         """The compile job: default flags, the ops' and types' flags,
         directories and libraries, then ``config.gcc__cxxflags``, minus every
-        ``c_no_compile_args``; with ``config.cmodule__sanitize``, the
+        ``c_no_compile_args`` (an option with its argument is one group, see
+        :mod:`._flags`); with ``config.cmodule__sanitize``, the
         sanitizer flags; with ``config.cmodule__debug``, ``-DDEBUG``; then the
         linker's (``config.cmodule__linker``)."""
         kw = {"c_compiler": compiler}
@@ -125,8 +135,10 @@ class CLinker(Linker):
         def collect(hook: str) -> list[str]:
             found: list[str] = []
             for obj in objects:
-                found.extend(str(item) for item in call_hook(obj, hook, default=[], **kw) or [])
-            return _uniq(found)
+                hooked = call_optional_hook(obj, hook, default=[], **kw)
+                found.extend(str(item) for item in hooked or [])
+            # Flags are de-duplicated as groups (``--param a=1``), not words.
+            return uniq_flags(found) if hook.endswith("compile_args") else _uniq(found)
 
         flags = [
             *_DEFAULT_FLAGS,
@@ -135,8 +147,7 @@ class CLinker(Linker):
             *sanitizer_flags(compiler),
             *(["-DDEBUG"] if config.cmodule__debug else []),
         ]
-        removed = set(collect("c_no_compile_args"))
-        flags = [flag for flag in flags if flag not in removed]
+        flags = remove_flags(flags, collect("c_no_compile_args"))
         flags += linker_flags(compiler, flags)
         debug = config.cmodule__remove_gxx_opt
         return cmodule.extension_job(
@@ -179,13 +190,17 @@ class CLinker(Linker):
         """The module spec of the bound graph."""
         if self.fgraph is None:
             raise OpweaveError("CLinker.accept(fgraph) must be called first")
-        return build_spec(self.fgraph, compiler, self.numbers)
+        return build_spec(
+            self.fgraph,
+            compiler,
+            self.numbers,
+            no_recycling={id(v) for v in self.no_recycling},
+            order=self.order(),
+        )
 
     def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
         """The graph's compiled module."""
-        from opweave.compile.function import graph_function
-
-        run = graph_function(fgraph, "c", "CLinker thunk")
+        run = compiled_function(self.compile(), InputBinding(fgraph.inputs, "CLinker thunk"), False)
         return run, f"module {run.library}", True
 
     def cmodule_key(self) -> tuple[Any, ...]:
@@ -200,11 +215,11 @@ class CLinker(Linker):
         extra = self.key_extra(graph.objects)
         source = _whole_source(graph)
         versions = tuple(
-            (type(obj).__qualname__, call_hook(obj, "c_code_cache_version", default=()))
+            (type(obj).__qualname__, call_optional_hook(obj, "c_code_cache_version", default=()))
             for obj in graph.objects
         )
         inputs = tuple(
-            (str(v.type), repr(v.data)) if isinstance(v, Constant) else None
+            (str(v.type), repr(v.data)) if is_constant(v) else None
             for v in self.bound_graph().inputs
         )
         return (versions, _core.module_key(source, compiler, job, extra), inputs)
@@ -230,14 +245,14 @@ class CLinker(Linker):
         graph = self.graph_spec(compiler)
         hooks = time.perf_counter()
         job = self.compile_job(graph.objects, compiler)
+        whole_because = ""
         try:
             compiled, assembly = self._load(graph, graph.spec, job, compiler)
         except CompileError as error:
             if graph.whole is None:
                 raise
-            _log.info(
-                "the units of %s did not compile (%s); compiling it whole", self.label(), error
-            )
+            whole_because = f"its units did not compile or link: {_first_error(error)}"
+            _log.info("%s is compiled as one unit: %s", self.label(), whole_because)
             compiled, assembly = self._load(graph, graph.whole, job, compiler)
         seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
         return CompiledGraph(
@@ -250,6 +265,8 @@ class CLinker(Linker):
             graph.output_blocks,
             seconds,
             compiled.units,
+            whole_because,
+            node_blocks=graph.node_blocks,
         )
 
     def _load(
@@ -266,13 +283,26 @@ class CLinker(Linker):
             prelude=cmodule.prelude_request(spec.get("headers", ()), job),
             units=[unit["text"] for unit in assembled["units"]],
         )
+        if assembled["units"]:  # what several units may hold (see ModuleRequest)
+            parts = [spec, *spec["units"]]
+            shared = (text for part in parts for text, _ in part["support_code"])
+            request.shared_code = list(dict.fromkeys(shared))
         assembly = time.perf_counter() - start
         try:
             return cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler), assembly
         except CompileError as error:
             if assembled["units"]:
                 raise
-            raise _explained(error, assembled["line_map"], graph.origins) from None
+            raise _explained(error, assembled["line_map"], graph.origins, spec) from None
+
+
+def _first_error(error: CompileError) -> str:
+    """The first line of ``error``'s diagnostics that reports an error (a
+    multiple definition, say), else its summary."""
+    for line in error.diagnostics.splitlines():
+        if re.search(r"error|multiple definition|duplicate symbol", line):
+            return line.strip()
+    return error.summary
 
 
 def _whole_source(graph: GraphSpec) -> str:
@@ -280,12 +310,45 @@ def _whole_source(graph: GraphSpec) -> str:
     return str(_core.assemble_module(graph.whole or graph.spec)["text"])
 
 
+def _fragments(part: Any) -> Iterator[tuple[str, int]]:
+    """Every ``(text, origin)`` fragment in a module spec or a part of it."""
+    if isinstance(part, dict):
+        for value in part.values():
+            yield from _fragments(value)
+    elif isinstance(part, tuple) and len(part) == 2 and isinstance(part[0], str):
+        yield part
+    elif isinstance(part, list):
+        for item in part:
+            yield from _fragments(item)
+
+
+def _undefined_places(summary: str, spec: dict[str, Any], origins: list[str]) -> list[str]:
+    """Where the code that names each symbol the link left undefined comes
+    from (see cpp/cache/link_check.cpp)."""
+    names = summary.partition("symbols that nothing defines: ")[2]
+    places: list[str] = []
+    for name in re.findall(r"'([^']+)'", names.split(" (not in")[0]) if names else []:
+        bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
+        word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
+        users = dict.fromkeys(
+            origins[origin]
+            for text, origin in _fragments(spec)
+            if origin >= 0 and word.search(text)
+        )
+        places.extend(f"{user}: uses '{name}', which nothing defines" for user in users)
+    return places
+
+
 def _explained(
-    error: CompileError, line_map: list[tuple[int, int, int]], origins: list[str]
+    error: CompileError,
+    line_map: list[tuple[int, int, int]],
+    origins: list[str],
+    spec: dict[str, Any],
 ) -> CompileError:
     """The same error, its summary naming the op or type code (and the line
-    in it) where each of the first few diagnostics points."""
-    places: list[str] = []
+    in it) where each of the first few diagnostics points, or the code that
+    uses a symbol that nothing defines."""
+    places: list[str] = _undefined_places(error.summary, spec, origins)
     source_name = error.source.rsplit("/", 1)[-1] if error.source else "module.cpp"
     for match in _DIAGNOSTIC_LINE.finditer(error.diagnostics):
         if not match["file"].endswith((source_name, "module.cpp")):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from opweave.graph.basic import Constant, Variable
+from opweave.graph.basic import Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import PerformLinker
 from opweave.link.c.opwise import OpWiseCLinker
@@ -46,12 +46,14 @@ class DualLinker(Linker):
     def __init__(self, checker: Checker = default_checker, schedule: Any = None) -> None:
         self.checker = checker
         self.fgraph: FunctionGraph | None = None
+        self.schedule = schedule
 
     def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
-        """Each node both ways, checked, in topological order."""
-        nodes = fgraph.toposort()
+        """Each node both ways, checked, in :meth:`order`. Every node runs
+        on fresh output storage, so nothing is recycled between calls."""
+        nodes = self.order()
         c_thunks = [OpWiseCLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
-        py_thunks = PerformLinker().accept(fgraph).thunks()
+        py_thunks = [PerformLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
         checker = self.checker
 
         def run(*values: Any) -> list[Any]:
@@ -71,6 +73,6 @@ class DualLinker(Linker):
 def _value(variable: Variable, values: dict[int, Any]) -> Any:
     if id(variable) in values:
         return values[id(variable)]
-    if isinstance(variable, Constant):
+    if is_constant(variable):
         return variable.data
     raise KeyError(f"no value for {variable}")

@@ -13,7 +13,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["as_code_list", "call_hook", "get_hook", "has_hook"]
+from opweave.graph.utils import not_defined_errors
+
+__all__ = ["as_code_list", "call_hook", "call_optional_hook", "get_hook", "has_hook"]
 
 # (accepts **kwargs, names of keyword-capable parameters), per function.
 _signatures: dict[Any, tuple[bool, frozenset[str]]] = {}
@@ -60,6 +62,20 @@ def call_hook(obj: Any, name: str, *args: Any, default: Any = None, **optional: 
         if not var_keyword:
             optional = {k: v for k, v in optional.items() if k in names}
     return hook(*args, **optional)
+
+
+def call_optional_hook(
+    obj: Any, name: str, *args: Any, default: Any = None, **optional: Any
+) -> Any:
+    """:func:`call_hook` for a hook that may be left undefined: a hook that
+    raises a "not defined" exception (``MethodNotDefined``, or a class given
+    to :func:`~opweave.graph.utils.register_not_defined`, as other graph
+    libraries' base classes raise for hooks an op does not define) counts
+    as absent, and ``default`` is returned."""
+    try:
+        return call_hook(obj, name, *args, default=default, **optional)
+    except not_defined_errors():
+        return default
 
 
 def as_code_list(value: Any, what: str) -> list[str]:

@@ -3,8 +3,9 @@ Python ``perform`` for the others.
 
 A function is cut into *regions*: each maximal run of consecutive nodes (in
 topological order) that have C code is compiled as one module, like a graph
-of its own, so it runs in one C call with its intermediate results kept in
-C between calls; each node without C code runs ``perform``. A graph whose
+of its own, in the order of the whole graph, so it runs in one C call with
+its intermediate results kept in C between calls (but those the outputs
+view: ``no_recycling``); each node without C code runs ``perform``. A graph whose
 nodes all have C code is one region: the function is then that region's
 compiled function, as in C mode. Otherwise a loop passes values between the
 regions and the Python nodes (:class:`StepRunner`). A region whose C code
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from opweave.errors import CompileError
-from opweave.graph.basic import Apply, Constant, Variable
+from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, Step, has_perform, node_steps, perform_thunk
 from opweave.link.c.hooks import get_hook
@@ -53,12 +54,14 @@ class OpWiseCLinker(Linker):
 
     def __init__(self, schedule: Any = None) -> None:
         self.fgraph: FunctionGraph | None = None
+        self.schedule = schedule
 
     def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
         """The graph node by node, in C where nodes have C code."""
         from opweave.compile.function import graph_function
 
-        return graph_function(fgraph, "c|py", f"{type(self).__name__} thunk"), "c|py", False
+        label = f"{type(self).__name__} thunk"
+        return graph_function(fgraph, "c|py", label, self.order(), self.no_recycling), "c|py", False
 
     def c_thunk(self, node: Apply) -> NodeThunk | None:
         """A thunk running ``node``'s own compiled module, or None if the
@@ -108,10 +111,18 @@ def can_run_in_c(node: Apply) -> bool:
     return not touches_f16 or bool(getattr(node.op, "_f16_ok", False))
 
 
-def region_steps(fgraph: FunctionGraph, label: str) -> list[Step]:
-    """The steps of ``fgraph`` in ``c|py`` mode; ``label`` names the function
-    in messages."""
-    nodes = fgraph.toposort()
+def region_steps(
+    fgraph: FunctionGraph,
+    label: str,
+    order: Sequence[Apply] | None = None,
+    no_recycling: Sequence[Variable] = (),
+) -> list[Step]:
+    """The steps of ``fgraph`` in ``c|py`` mode, its nodes in ``order``
+    (default: ``fgraph.toposort()``), which each region keeps; ``label``
+    names the function in messages. A region empties at every call its
+    intermediate results that are in ``no_recycling`` (its outputs are
+    fresh at every call)."""
+    nodes = fgraph.toposort() if order is None else list(order)
     numbers = {id(node): index for index, node in enumerate(nodes)}
     steps: list[Step] = []
     run: list[Apply] = []
@@ -120,7 +131,7 @@ def region_steps(fgraph: FunctionGraph, label: str) -> list[Step]:
             run.append(node)
             continue
         if run:
-            steps.extend(_compiled_region(fgraph, nodes, run, numbers, label))
+            steps.extend(_compiled_region(fgraph, nodes, run, numbers, label, no_recycling))
             run = []
         if node is not None:
             steps.append(_python_step(node, numbers[id(node)]))
@@ -134,7 +145,7 @@ def _python_step(node: Apply, index: int) -> Step:
             f"Python ({type(node.op).__name__} defines no perform)"
         )
     thunk = perform_thunk(node)
-    return node_steps([node], [thunk])[0]._replace(label=f"node {index} ({node.op})")
+    return node_steps([node], [thunk])[0]._replace(label=f"node {index} ({node.op})", node=index)
 
 
 def _compiled_region(
@@ -143,9 +154,11 @@ def _compiled_region(
     nodes: list[Apply],
     numbers: dict[int, int],
     label: str,
+    no_recycling: Sequence[Variable] = (),
 ) -> list[Step]:
-    """``nodes`` (consecutive in ``order``, the graph's topological order) as
-    one compiled step, or split in two when they do not compile together."""
+    """``nodes`` (consecutive in ``order``, the order the graph's nodes run)
+    as one compiled step, in that order, or split in two when they do not
+    compile together."""
     from opweave.link.c.basic import CLinker
 
     inside = {id(v) for node in nodes for v in node.outputs}
@@ -157,7 +170,7 @@ def _compiled_region(
             id(v): v
             for node in nodes
             for v in node.inputs
-            if id(v) not in inside and not isinstance(v, Constant)
+            if id(v) not in inside and not is_constant(v)
         }.values()
     )
     outputs = [v for node in nodes for v in node.outputs if id(v) in later]
@@ -176,11 +189,13 @@ def _compiled_region(
         return [
             step
             for part in (nodes[:half], nodes[half:])
-            for step in _compiled_region(fgraph, order, part, numbers, label)
+            for step in _compiled_region(fgraph, order, part, numbers, label, no_recycling)
         ]
 
+    kept = [v for v in no_recycling if id(v) in inside]
     try:
-        compiled = CLinker(numbers=numbers).accept(region).compile()
+        linker = CLinker(schedule=lambda _: nodes, numbers=numbers)
+        compiled = linker.accept(region, no_recycling=kept).compile()
     except MissingCCode:
         if len(nodes) == 1:
             return [_python_step(nodes[0], numbers[id(nodes[0])])]
@@ -213,10 +228,10 @@ def _single_node_graph(node: Apply) -> tuple[FunctionGraph, list[int]]:
     fresh: dict[int, Variable] = {}
     positions: list[int] = []
     for position, variable in enumerate(node.inputs):
-        if id(variable) not in fresh and not isinstance(variable, Constant):
-            fresh[id(variable)] = variable.type()
+        if id(variable) not in fresh and not is_constant(variable):
+            fresh[id(variable)] = fresh_variable(variable)
             positions.append(position)
     inputs = [fresh.get(id(v), v) for v in node.inputs]
     outputs = [v.clone() for v in node.outputs]
-    clone = Apply(node.op, inputs, outputs)
+    clone = make_apply(node.op, inputs, outputs, like=node)  # of the node's own class
     return FunctionGraph(list(fresh.values()), list(clone.outputs)), positions

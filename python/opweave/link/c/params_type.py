@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from opweave.link.c._flags import uniq_flags
 from opweave.link.c._params_c_code import extract_code, struct_members
 from opweave.link.c.enum_type import EnumType
 from opweave.link.c.hooks import as_code_list, call_hook
@@ -414,6 +415,8 @@ class ParamsType(CType):
             found.extend(
                 str(item) for item in call_hook(field_type, hook, default=[], **kwargs) or []
             )
+        if hook.endswith("compile_args"):  # an option keeps its argument (--param a=1)
+            return uniq_flags(found)
         return list(dict.fromkeys(found))
 
     def c_headers(self, **kwargs: Any) -> list[str]:

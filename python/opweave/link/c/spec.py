@@ -14,23 +14,32 @@ then the nodes run, in topological order. Undoing them syncs the outputs
 back to the caller's slots. The init steps take the constants (once, when
 the function is created), make the intermediate results empty (they keep
 their storage between calls, as in PyTensor) and run the nodes' struct init
-code. A step's id is what a failure reports: ``block_names`` says what it
-runs.
+code; an intermediate in ``no_recycling`` is instead emptied by a run step,
+before the nodes run, and released at the end of every call. A step's id
+is what a failure reports: ``block_names`` says what it runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 from opweave.configparser import config
-from opweave.graph.basic import Apply, Constant, Variable
+from opweave.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    graph_clients,
+    graph_variables,
+    is_constant,
+)
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import op_label
-from opweave.graph.utils import MethodNotDefined
+from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells
-from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs
+from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs, StructCode
 from opweave.link.c._units import ObjectCode, plan_units, unit_spec
-from opweave.link.c.hooks import as_code_list, call_hook, get_hook, has_hook
+from opweave.link.c.hooks import as_code_list, call_optional_hook, get_hook, has_hook
 from opweave.link.c.interface import CLinkerOp
 
 __all__ = ["GraphSpec", "MissingCCode", "build_spec"]
@@ -52,6 +61,8 @@ class GraphSpec(NamedTuple):
     # With units: the same module as one translation unit (what a failed
     # compile of the units falls back to). Without: None.
     whole: dict[str, Any] | None = None
+    # run block id of a node -> the node's number (as in block_names)
+    node_blocks: dict[int, int] | None = None
 
 
 def fail_run(block: int) -> str:
@@ -69,7 +80,8 @@ _NO_PARAMS = object()
 
 def get_params(node: Apply, what: str) -> Any:
     """The params value of ``node``, or ``_NO_PARAMS`` if its op has none
-    (no ``get_params``, or one that raises MethodNotDefined or returns None).
+    (no ``get_params``, or one that raises a "not defined" exception,
+    ``MethodNotDefined`` or a registered one, or returns None).
 
     An op whose ``get_params`` returns a value must say what C type that
     value has (``params_type``); otherwise the linker could not pass it."""
@@ -82,7 +94,7 @@ def get_params(node: Apply, what: str) -> Any:
         return _NO_PARAMS
     try:
         value = hook(node)
-    except MethodNotDefined as error:
+    except not_defined_errors() as error:
         if params_type is None:
             return _NO_PARAMS
         raise TypeError(
@@ -116,10 +128,19 @@ def _check_input(op: Any) -> bool:
 
 
 class _Builder:
+    # id(variable) -> the nodes using it, computed when first needed
+    clients: dict[int, list[tuple[Apply, int]]] | None = None
+
     def __init__(
-        self, fgraph: FunctionGraph, compiler: Any, numbers: dict[int, int] | None = None
+        self,
+        fgraph: FunctionGraph,
+        compiler: Any,
+        numbers: dict[int, int] | None = None,
+        no_recycling: Collection[int] = (),
+        order: Sequence[Apply] | None = None,
     ) -> None:
         self.fgraph = fgraph
+        self.no_recycling = set(no_recycling)  # ids of variables emptied at every call
         self.numbers = numbers or {}
         self.compiler = compiler
         self.origins: list[tuple[str, str, int]] = []
@@ -132,9 +153,10 @@ class _Builder:
         self.orphans: list[Any] = []
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
+        self.node_blocks: dict[int, int] = {}
         self.next_id = len(fgraph.inputs) + 1
         self.input_ids = {id(v) for v in fgraph.inputs}
-        self.nodes = fgraph.toposort()
+        self.nodes = list(order) if order is not None else fgraph.toposort()
         self.output_slots: dict[int, list[int]] = {}
         self.cells_of: dict[int, str] = {}  # id(variable) -> its cell struct
         self.places: dict[int, int] = {}  # id(variable) -> its index among its cell's
@@ -172,7 +194,9 @@ class _Builder:
     def check_for_variable(self, variable: Variable) -> bool:
         """Whether ``variable``'s type code checks values: when an op that
         uses or makes it has ``check_input`` on."""
-        users = [node.op for node, _ in self.fgraph.clients.get(id(variable), [])]
+        if self.clients is None:  # computed from the nodes: any graph has them
+            self.clients = graph_clients(self.fgraph, self.nodes)
+        users = [node.op for node, _ in self.clients.get(id(variable), [])]
         if variable.owner is not None:
             users.append(variable.owner.op)
         return any(_check_input(op) for op in users) if users else config.check_input
@@ -184,12 +208,12 @@ class _Builder:
         for node in self.nodes:
             order.extend(node.outputs)
         for node in self.nodes:
-            order.extend(v for v in node.inputs if isinstance(v, Constant))
-        order.extend(v for v in self.fgraph.outputs if isinstance(v, Constant))
+            order.extend(v for v in node.inputs if is_constant(v))
+        order.extend(v for v in self.fgraph.outputs if is_constant(v))
         for variable in order:
             if id(variable) not in self.names:
                 self.names[id(variable)] = f"V{len(self.names) + 1}"
-        by_id = {id(v): v for v in [*self.fgraph.variables, *self.fgraph.inputs]}
+        by_id = {id(v): v for v in graph_variables(self.fgraph, self.nodes)}
         self.literals = {id(v): self._literal(v) for v in by_id.values()}
         for index, node in enumerate(self.nodes):
             constant = self.params_constant(index, node)
@@ -216,11 +240,11 @@ class _Builder:
         return Constant(params_type, value, name="params")
 
     def _literal(self, variable: Variable) -> str | None:
-        if not isinstance(variable, Constant) or id(variable) in self.output_slots:
+        if not is_constant(variable) or id(variable) in self.output_slots:
             return None
         if id(variable) in self.input_ids:
             return None  # a constant given as an input: the caller gives its value
-        value = call_hook(variable.type, "c_literal", variable.data)
+        value = call_optional_hook(variable.type, "c_literal", variable.data)
         return f"({value})" if value else None
 
     def literal(self, variable: Variable) -> str | None:
@@ -270,19 +294,22 @@ class _Builder:
 
     def add_struct_variable(self, variable: Variable) -> None:
         """A constant (extracted once, from the orphans) or an intermediate
-        result (storage kept between calls)."""
+        result: storage kept between calls, or, for a variable in
+        ``no_recycling``, emptied before the nodes run at every call and
+        released at its end."""
         check = self.check_for_variable(variable)
-        constant = isinstance(variable, Constant)
+        constant = is_constant(variable)
         output = constant and id(variable) in self.output_slots
         roles = ("take", "drop", *(("store",) if output else ())) if constant else ("empty", "drop")
         args = self.place(variable, check, roles, () if constant else ("c_init",))
         cell = self.cells_of[id(variable)]
         position = 0
-        if isinstance(variable, Constant):
+        if is_constant(variable):
             self.orphans.append(variable.data)
             position = len(self.orphans) - 1
         first = "take" if constant else "empty"
-        self.init_steps.append(
+        steps = self.run_steps if id(variable) in self.no_recycling else self.init_steps
+        steps.append(
             (self.new_id(), f"{first}_{cell}", f"drop_{cell}", self.with_position(args, position))
         )
         if output:
@@ -305,6 +332,7 @@ class _Builder:
         indices = [self.places[id(v)] for v in used]
         step = self.new_id()
         self.block_names[step] = what
+        self.node_blocks[step] = self.numbers.get(id(node), index)
         if struct.stateful:
             indices.append(self.nodes_code.place(struct))
             self.init_steps.append(
@@ -326,9 +354,11 @@ class _Builder:
         """The headers, support code and init code of an op or type."""
         kw = {"c_compiler": self.compiler}
         label = type(obj).__name__
-        headers = call_hook(obj, "c_headers", default=[], **kw) or []
-        support = as_code_list(call_hook(obj, "c_support_code", **kw), f"{label}.c_support_code")
-        init = as_code_list(call_hook(obj, "c_init_code", **kw), f"{label}.c_init_code")
+        headers = call_optional_hook(obj, "c_headers", default=[], **kw) or []
+        support = call_optional_hook(obj, "c_support_code", **kw)
+        init = call_optional_hook(obj, "c_init_code", **kw)
+        support = as_code_list(support, f"{label}.c_support_code")
+        init = as_code_list(init, f"{label}.c_init_code")
         return ObjectCode(
             [str(h) for h in headers],
             [self.fragment(text, f"{label} c_support_code") for text in support],
@@ -350,46 +380,54 @@ class _Builder:
         same module as one translation unit."""
         code = {id(obj): self.object_code(obj) for obj in objects}
         structs = self.nodes_code.codes
-        spec = {
-            "headers": [h for part in code.values() for h in part.headers],
-            "support_code": [
-                *(s for part in code.values() for s in part.support),
-                *self.nodes_code.support_apply,
-            ],
-            "init_code": [i for part in code.values() for i in part.init],
-            "init_code_apply": self.nodes_code.init_apply,
-            "definitions": [
+        spec = _translation_unit([code[id(obj)] for obj in objects], structs)
+        spec.update(
+            definitions=[
                 *self.cells.definitions.values(),
                 *([*c.declaration, *c.body] for c in structs),
             ],
-            "members": [*self.cells.members(), *self.nodes_code.members()],
-            "step_functions": [*self.cells.step_functions(), *self.nodes_code.functions],
-        }
+            members=[*self.cells.members(), *self.nodes_code.members()],
+            step_functions=[*self.cells.step_functions(), *self.nodes_code.functions],
+        )
         groups = plan_units(structs)
         if not groups:
             return spec, None
-        split = dict(spec)
-        split["definitions"] = [*self.cells.definitions.values(), *(c.declaration for c in structs)]
-        table, calls = self.nodes_code.table_steps({c.struct.name for g in groups for c in g})
-        split["step_functions"] = [
-            *self.cells.step_functions(),
-            *(
-                f
-                for c, f in zip(structs, self.nodes_code.functions, strict=True)
-                if c.struct.name not in calls
-            ),
-            *table,
-        ]
-        split["run_steps"] = [self.table_step(step, calls) for step in self.run_steps]
-        split["units"] = [
-            unit_spec(
-                group,
-                self.cells.definitions,
-                lambda cell: self.cells.types[cell][0],
-                lambda obj: code[id(obj)],
-            )
-            for group in groups
-        ]
+        in_units = {c.struct.name for g in groups for c in g}
+        # The module keeps the cells, and the structs that no unit holds.
+        own = [c for c in structs if c.struct.name not in in_units]
+        kept = {id(self.cells.types[cell][0]) for cell in self.cells.definitions}
+        kept.update(id(op) for c in own for op in c.ops)
+        split = _translation_unit([code[id(obj)] for obj in objects if id(obj) in kept], own)
+        table, calls = self.nodes_code.table_steps(in_units)
+        split.update(
+            definitions=[
+                *self.cells.definitions.values(),
+                *(
+                    c.declaration if c.struct.name in in_units else [*c.declaration, *c.body]
+                    for c in structs
+                ),
+            ],
+            members=spec["members"],
+            step_functions=[
+                *self.cells.step_functions(),
+                *(
+                    f
+                    for c, f in zip(structs, self.nodes_code.functions, strict=True)
+                    if c.struct.name not in calls
+                ),
+                *table,
+            ],
+            run_steps=[self.table_step(step, calls) for step in self.run_steps],
+            units=[
+                unit_spec(
+                    group,
+                    self.cells.definitions,
+                    lambda cell: self.cells.types[cell][0],
+                    lambda obj: code[id(obj)],
+                )
+                for group in groups
+            ],
+        )
         return split, spec
 
     def check_c_support(self) -> None:
@@ -442,14 +480,45 @@ class _Builder:
             whole.update(common, run_steps=self.run_steps)
         origins = [o[0] for o in self.origins]
         return GraphSpec(
-            spec, self.orphans, origins, objects, self.block_names, self.output_blocks, whole
+            spec,
+            self.orphans,
+            origins,
+            objects,
+            self.block_names,
+            self.output_blocks,
+            whole,
+            self.node_blocks,
         )
 
 
+def _translation_unit(parts: list[ObjectCode], structs: list[StructCode]) -> dict[str, Any]:
+    """The headers, support code and init code of a translation unit that
+    holds the code of ``structs`` and uses the ops and types of ``parts``:
+    each node's apply-specific support code is where its code is, and its
+    ``c_init_code_apply`` runs there (PyTensor's contract, see
+    docs/op-authors.md)."""
+    return {
+        "headers": [h for part in parts for h in part.headers],
+        "support_code": [
+            *(s for part in parts for s in part.support),
+            *(c.support_apply for c in structs),
+        ],
+        "init_code": [i for part in parts for i in part.init],
+        "init_code_apply": [c.init_apply for c in structs],
+    }
+
+
 def build_spec(
-    fgraph: FunctionGraph, compiler: Any = None, numbers: dict[int, int] | None = None
+    fgraph: FunctionGraph,
+    compiler: Any = None,
+    numbers: dict[int, int] | None = None,
+    no_recycling: Collection[int] = (),
+    order: Sequence[Apply] | None = None,
 ) -> GraphSpec:
     """The module spec of ``fgraph``. Raises :class:`MissingCCode` if an op or
     type has no C code. ``numbers`` (``id(node)`` -> a number) names nodes in
-    messages by their position in a larger graph, for a part of it."""
-    return _Builder(fgraph, compiler, numbers).build()
+    messages by their position in a larger graph, for a part of it.
+    ``no_recycling``: the ids of the intermediate results emptied at every
+    call (the others keep their storage between calls); ``order``: the
+    nodes in the order they run (default: ``fgraph.toposort()``)."""
+    return _Builder(fgraph, compiler, numbers, no_recycling, order).build()
