@@ -75,7 +75,9 @@ def setups(url: str, scratch: Path, r: int) -> dict[str, dict[str, dict[str, str
         return machines
 
     return {
-        "remote tier (cache__remote)": each("remote", flags=f",cache__remote={url}/0"),
+        "remote tier (cache__remote)": each(
+            "remote", flags=f",cache__remote={url}/0,cache__remote_secret=bench"
+        ),
         "ccache + Redis": each("ccache", flags=",cxx_launcher=ccache"),
         "sccache + Redis": each("sccache", flags=",cxx_launcher=sccache"),
     }
@@ -101,7 +103,10 @@ def warm_ci(scratch: Path, repeat: int) -> tuple[float, float]:
         for action, root in (("export", a), ("import", b)):
             subprocess.run(
                 [sys.executable, "-m", "opweave", "cache", action, str(archive)],
-                env={**os.environ, "OPWEAVE_FLAGS": f"compiledir={root}"},
+                env={
+                    **os.environ,
+                    "OPWEAVE_FLAGS": f"compiledir={root},cache__remote_secret=bench",
+                },
                 check=True,
                 capture_output=True,
             )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import logging
+import sys
 import time
 from typing import Any
 
@@ -170,15 +172,29 @@ def _transfer(args: argparse.Namespace) -> int:
         count = _cache_transfer.export_cache(cache, args.file, environment, args.since)
         print(f"exported {count} entries of {cache.root} to {args.file} ({environment})")
         return 0
-    report = _cache_transfer.import_cache(cache, args.file, environment)
+    _show_warnings()
+    report = _cache_transfer.import_cache(
+        cache, args.file, environment, trust_unsigned=args.trust_unsigned
+    )
     print(
         f"imported {report.imported} entries into {cache.root}; {report.present} were there "
         f"already; skipped {report.other_environment} of another environment; "
         f"refused {len(report.refused)}"
     )
     for line in report.refused:
-        print(f"  refused {line}")
+        print(f"opweave: refused {line}", file=sys.stderr)
     return 1 if report.refused else 0
+
+
+def _show_warnings() -> None:
+    """Shows the library's warnings (such as the one of --trust-unsigned) on
+    stderr as ``opweave: WARNING: ...``, unless logging is set up already."""
+    log = logging.getLogger("opweave")
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("opweave: %(levelname)s: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        log.addHandler(handler)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -236,6 +252,12 @@ def add_cache_parser(commands: Any) -> None:
         type=_since_argument,
         metavar="DATE",
         help="export: only entries used since then (2026-11-20, 2026-11-20T08:00, or 7d)",
+    )
+    cache.add_argument(
+        "--trust-unsigned",
+        action="store_true",
+        help="import: accept a file that is not signed with cache__remote_secret; its "
+        "modules run their code when loaded, so only for files from someone you trust",
     )
     cache.add_argument("--repair", action="store_true", help="verify: quarantine every bad entry")
     cache.add_argument("--json", action="store_true", help="info, list, verify: print JSON")

@@ -138,7 +138,8 @@ def _parse_paths(text: str) -> tuple[str, ...]:
 def _parse_remote(text: str) -> str:
     text = text.strip()
     if text and not text.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"not a remote cache URL: {text!r} (expected redis://host:port/db)")
+        shown = text.partition(":")[0][:20]  # never the rest: it may hold a password
+        raise ValueError(f"not a remote cache URL: {shown!r}:... (expected redis://host:port/db)")
     return text
 
 
@@ -253,14 +254,37 @@ _OPTIONS = (
         "",
         "The secret that signs (HMAC-SHA256) entries stored in cache__remote and "
         "export files, and without which fetched or imported entries are refused; or "
-        "file:/path of a file holding it. Empty: entries are not signed, and anyone who "
-        "can write to the remote can run code in every process that reads it.",
+        "file:/path of a file holding it. Empty: the remote tier is not used unless "
+        "cache__remote_trust_unsigned is set.",
+    ),
+    ConfigOption(
+        "cache__remote_secret_previous",
+        str,
+        "",
+        "A second secret (or file:/path) that remote entries may also be signed with, "
+        "while rotating cache__remote_secret; entries are signed with cache__remote_secret.",
+    ),
+    ConfigOption(
+        "cache__remote_trust_unsigned",
+        _parse_bool,
+        False,
+        "Fetch and load unsigned entries from cache__remote (and store unsigned ones "
+        "without a secret): anyone who can write to the server can then run code in "
+        "every process that reads it.",
+    ),
+    ConfigOption(
+        "cache__remote_max_entry",
+        parse_size,
+        256 * 1024**2,
+        "The largest remote entry fetched (e.g. 256M); a larger one is refused from its "
+        "length, unread.",
     ),
     ConfigOption(
         "cache__remote_timeout",
         _parse_positive_float,
         1.0,
-        "Seconds to wait for the remote tier to connect or answer, each time.",
+        "Seconds for a whole request to the remote tier (connecting, sending and "
+        "reading the answer).",
     ),
     ConfigOption(
         "gcc__cxxflags",

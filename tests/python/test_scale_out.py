@@ -128,7 +128,7 @@ def test_sccache_with_redis_hits_from_another_machine(tmp_path: Path, redis_url:
 
 def test_remote_tier_serves_another_machine_with_no_compile(tmp_path: Path, redis_url: str) -> None:
     cxx, log = logging_compiler(tmp_path)
-    env = flags(cache__remote=f"{redis_url}/0", cxx=cxx)
+    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="team", cxx=cxx)
     assert machine(tmp_path / "a", env=env)["outcomes"] == ["built"]
     assert compiles(log)  # A compiled
     report = machine(tmp_path / "b", env=env)
@@ -180,7 +180,8 @@ def test_a_tampered_remote_entry_is_refused_with_a_secret(
 
 
 def test_an_unsigned_remote_entry_is_refused_with_a_secret(tmp_path: Path, redis_url: str) -> None:
-    machine(tmp_path / "a", graph="scaled:8", env=flags(cache__remote=f"{redis_url}/0"))
+    unsigned = flags(cache__remote=f"{redis_url}/0", cache__remote_trust_unsigned=True)
+    machine(tmp_path / "a", graph="scaled:8", env=unsigned)
     env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="s3cret")
     report = machine(tmp_path / "b", graph="scaled:8", env=env)
     assert report["outcomes"] == ["built"]
@@ -198,7 +199,7 @@ def test_a_signed_entry_is_served_with_the_secret_from_a_file(
 
 
 def test_a_stopped_remote_does_not_fail_a_call(tmp_path: Path) -> None:
-    env = flags(cache__remote=f"redis://127.0.0.1:{free_port()}/0")
+    env = flags(cache__remote=f"redis://127.0.0.1:{free_port()}/0", cache__remote_secret="s")
     report = machine(tmp_path / "a", graph="scaled:3", env=env)
     warnings = [r for r in report["logs"] if r["level"] == "WARNING"]
     assert report["outcomes"] == ["built"]
@@ -224,7 +225,11 @@ def test_a_remote_that_never_answers_costs_at_most_its_timeout(tmp_path: Path) -
         thread.start()
         try:
             port = server.getsockname()[1]
-            env = flags(cache__remote=f"redis://127.0.0.1:{port}/0", cache__remote_timeout=0.5)
+            env = flags(
+                cache__remote=f"redis://127.0.0.1:{port}/0",
+                cache__remote_secret="s",
+                cache__remote_timeout=0.5,
+            )
             report = run_graph(tmp_path / "a", "scaled:5", env=env, timeout=60)
         finally:
             stop.set()
@@ -301,16 +306,18 @@ def test_export_then_import_makes_another_root_hit_with_no_compile(tmp_path: Pat
     cxx, log = logging_compiler(tmp_path)
     a, b, archive = tmp_path / "a", tmp_path / "b", tmp_path / "cache.tgz"
     machine(a, env=flags(cxx=cxx))
-    exported = cli("export", str(archive), env=flags(compiledir=a, cxx=cxx))
+    signed_a = flags(compiledir=a, cxx=cxx, cache__remote_secret="ci")  # import needs it
+    signed_b = flags(compiledir=b, cxx=cxx, cache__remote_secret="ci")
+    exported = cli("export", str(archive), env=signed_a)
     assert exported.returncode == 0 and "exported" in exported.stdout
-    imported = cli("import", str(archive), env=flags(compiledir=b, cxx=cxx))
+    imported = cli("import", str(archive), env=signed_b)
     assert imported.returncode == 0, imported.stderr
     assert "imported" in imported.stdout and "refused 0" in imported.stdout
     compiles(log)
     assert machine(b, env=flags(cxx=cxx))["outcomes"] == ["hit"]
     assert compiles(log) == []
-    again = cli("import", str(archive), env=flags(compiledir=b, cxx=cxx))
-    assert "imported 0 entries" in again.stdout
+    again = cli("import", str(archive), env=signed_b)
+    assert again.returncode == 0 and "imported 0 entries" in again.stdout
 
 
 def test_fingerprint_names_the_environment(tmp_path: Path) -> None:

@@ -9,8 +9,12 @@ same content on this machine) before it publishes it.
 
 With a secret, :func:`sign` wraps bytes in an HMAC-SHA256 that binds them to
 a purpose and a name (the entry's key, or an export file's manifest), and
-:func:`unsign` refuses anything else. Without the secret, bytes from
-elsewhere are only as trustworthy as whoever could write them.
+:func:`unsign` refuses anything else: bytes signed for another key, another
+purpose, or with another secret. :func:`unsign` accepts several secrets (the
+current one and ``cache__remote_secret_previous``, while a secret is
+rotated: :func:`configured_secrets`); :func:`sign` uses the current one.
+HMAC is symmetric: whoever can verify can also sign. Without the secret,
+bytes from elsewhere are only as trustworthy as whoever could write them.
 
 Layout of a pack: ``OPWEAVE-ENTRY 1\\n``, one JSON line ``{"key", "meta",
 "files": [[name, size], ...]}`` (``meta`` is the size of the metadata), then
@@ -22,12 +26,23 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from opweave.errors import CacheError
 
-__all__ = ["SignatureError", "adopt", "configured_secret", "pack", "sign", "unpack", "unsign"]
+__all__ = [
+    "SignatureError",
+    "adopt",
+    "configured_secret",
+    "configured_secrets",
+    "is_signed",
+    "pack",
+    "sign",
+    "unpack",
+    "unsign",
+]
 
 _MAGIC = b"OPWEAVE-ENTRY 1\n"
 _SIGNED = b"OPWEAVE-SIGNED 1\n"
@@ -100,28 +115,51 @@ def sign(data: bytes, secret: bytes | None, purpose: str, name: str) -> bytes:
     return _SIGNED + _mac(secret, purpose, name, data).encode() + b"\n" + data
 
 
-def unsign(data: bytes, secret: bytes | None, purpose: str, name: str) -> bytes:
-    """The signed bytes of :func:`sign`. With a secret, raises SignatureError
-    unless they are signed with it for ``purpose`` and ``name``; without
-    one, a signature is dropped unchecked."""
+def is_signed(data: bytes) -> bool:
+    """Whether ``data`` carries a signature of :func:`sign` (unchecked)."""
+    return data.startswith(_SIGNED)
+
+
+def unsign(data: bytes, secret: bytes | Sequence[bytes] | None, purpose: str, name: str) -> bytes:
+    """The signed bytes of :func:`sign`. With a secret (or several: any of
+    them), raises SignatureError unless they are signed with it for
+    ``purpose`` and ``name``; without one, a signature is dropped
+    unchecked."""
+    secrets = [secret] if isinstance(secret, bytes) else [s for s in secret or () if s]
     signed = data.startswith(_SIGNED)
     body = data[len(_SIGNED) + 65 :] if signed else data
-    if not secret:
+    if not any(secrets):
         return body
     if not signed:
         raise SignatureError("it is not signed, and a secret is configured")
     given = data[len(_SIGNED) : len(_SIGNED) + 64]
-    if not hmac.compare_digest(given, _mac(secret, purpose, name, body).encode()):
-        raise SignatureError("its signature does not hold (altered, or another secret)")
-    return body
+    for key in secrets:
+        if key and hmac.compare_digest(given, _mac(key, purpose, name, body).encode()):
+            return body
+    raise SignatureError(
+        "its signature does not hold (altered, stored under another key, or another secret)"
+    )
 
 
 def configured_secret() -> bytes | None:
     """The secret of ``config.cache__remote_secret`` (``file:/path`` reads
-    it from that file, without its surrounding whitespace), or None."""
+    it from that file, without its surrounding whitespace), or None: the
+    one that signs."""
     from opweave.configparser import config
 
-    value = config.cache__remote_secret
+    return _read_secret(config.cache__remote_secret)
+
+
+def configured_secrets() -> tuple[bytes, ...]:
+    """The secrets that verify: ``cache__remote_secret``, then
+    ``cache__remote_secret_previous`` (while rotating), those set."""
+    from opweave.configparser import config
+
+    values = (config.cache__remote_secret, config.cache__remote_secret_previous)
+    return tuple(secret for value in values if (secret := _read_secret(value)))
+
+
+def _read_secret(value: str) -> bytes | None:
     if not value:
         return None
     if value.startswith("file:"):
