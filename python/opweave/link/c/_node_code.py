@@ -101,6 +101,7 @@ class NodeStructs:
         self.structs: dict[str, OpStruct] = {}  # key text -> struct
         self.codes: list[StructCode] = []  # one per struct, in order of first use
         self.order: dict[str, int] = {}  # struct name -> its index in codes
+        self.op_ids: dict[str, set[int]] = {}  # struct name -> ids of the ops in its code
 
     def hook_texts(self, node: Apply, name: str, args: NodeArgs, what: str) -> list[str]:
         """The texts of the node hooks, under node name ``name``."""
@@ -140,9 +141,10 @@ class NodeStructs:
         key = "\0".join([*texts, *cells])
         found = self.structs.get(key)
         if found is not None:
-            ops = self.codes[self.order[found.name]].ops
-            if all(op is not node.op for op in ops):
-                ops.append(node.op)
+            op_ids = self.op_ids[found.name]
+            if id(node.op) not in op_ids:
+                op_ids.add(id(node.op))
+                self.codes[self.order[found.name]].ops.append(node.op)
             return found
         found = OpStruct(f"op_{code_hash(*texts, *cells)}", any(texts[2:5]))
         self.structs[key] = found
@@ -153,6 +155,7 @@ class NodeStructs:
         declaration, body = self._define(found, args, parts)
         used = [c for c in [*args.inputs, *args.outputs, args.params] if c is not None]
         self.order[found.name] = len(self.codes)
+        self.op_ids[found.name] = {id(node.op)}
         self.codes.append(StructCode(found, declaration, body, used, [node.op], parts[5], parts[6]))
         self.functions.append([(self._step_functions(found, args), -1)])
         return found

@@ -55,8 +55,11 @@ def call_hook(obj: Any, name: str, *args: Any, default: Any = None, **optional: 
     ``optional`` keywords the hook's signature takes. Returns ``default`` if
     ``obj`` has no such hook."""
     hook = get_hook(obj, name)
-    if hook is None:
-        return default
+    return default if hook is None else _call(hook, args, optional)
+
+
+def _call(hook: Callable[..., Any], args: tuple[Any, ...], optional: dict[str, Any]) -> Any:
+    """``hook(*args, **accepted)``: the ``optional`` keywords it takes."""
     if optional:
         var_keyword, names = _accepted(hook)
         if not var_keyword:
@@ -72,8 +75,11 @@ def call_optional_hook(
     to :func:`~opweave.graph.utils.register_not_defined`, as other graph
     libraries' base classes raise for hooks an op does not define) counts
     as absent, and ``default`` is returned."""
+    hook = get_hook(obj, name)
+    if hook is None:
+        return default
     try:
-        return call_hook(obj, name, *args, default=default, **optional)
+        return _call(hook, args, optional)
     except not_defined_errors():
         return default
 
