@@ -46,8 +46,8 @@ Py_INCREF(%(z)s);
 """
 
 
-class Affine(COp):
-    """``x * scale + shift``, a fresh result (its storage reused when it fits)."""
+class PyAffine(Op):
+    """``x * scale + shift`` in Python only (no C code)."""
 
     __props__ = ("scale", "shift")
 
@@ -59,6 +59,11 @@ class Affine(COp):
 
     def perform(self, node: Any, inputs: list[Any], outputs: list[list[Any]]) -> None:
         outputs[0][0] = inputs[0] * self.scale + self.shift
+
+
+class Affine(PyAffine, COp):
+    """``x * scale + shift`` in C too, a fresh result (its storage reused
+    when it fits)."""
 
     def c_code_cache_version(self) -> tuple[int, ...]:
         return (1,)
@@ -105,21 +110,6 @@ class View(COp):
 
     def c_code(self, node: Any, name: str, inp: list[str], out: list[str], sub: dict) -> str:
         return _VIEW % {"x": inp[0], "z": out[0]}
-
-
-class PyAffine(Op):
-    """``x * scale + shift`` in Python only (no C code)."""
-
-    __props__ = ("scale", "shift")
-
-    def __init__(self, scale: float, shift: float) -> None:
-        self.scale, self.shift = float(scale), float(shift)
-
-    def make_node(self, x: Any) -> Apply:
-        return Apply(self, [x], [dvector()])
-
-    def perform(self, node: Any, inputs: list[Any], outputs: list[list[Any]]) -> None:
-        outputs[0][0] = inputs[0] * self.scale + self.shift
 
 
 f = Affine(1.0, 1.0)  # x + 1

@@ -416,7 +416,10 @@ def _build(
     except CacheError as error:
         cache = _private_cache()
         _log.warning(
-            "cannot use the module cache: %s; building in a private directory (%s) instead",
+            "cannot use the module cache: %s; building in a private directory (%s) instead, "
+            "which is removed at exit. To keep compiled modules, make the cache root yours "
+            "and not writable by others (chown, chmod go-w), or point compiledir at a "
+            "directory of yours: OPWEAVE_FLAGS=compiledir=/a/dir/you/own",
             error,
             cache.root,
         )

@@ -214,6 +214,7 @@ def test_a_cache_root_of_another_user_falls_back_to_a_private_build(
     [warning] = warnings_of(report)
     assert "cannot use the module cache" in warning and f"uid {other_user[0]}" in warning
     assert "private directory" in warning
+    assert "OPWEAVE_FLAGS=compiledir=" in warning  # and how to fix it
 
 
 @needs_root
