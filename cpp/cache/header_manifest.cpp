@@ -146,7 +146,9 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
         }
         HeaderRecord record;
         record.path = path.string();
-        util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC));
+        // Non-blocking: a FIFO (or a device) at a header's path must not hang
+        // the build; it is no regular file, so it gets no hash.
+        util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
         struct stat st {};
         if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
             records.push_back(std::move(record));  // no hash: rebuilt next time
@@ -200,7 +202,8 @@ std::string check_headers(const std::vector<HeaderRecord>& headers) {
             ns_of(st.st_mtim) == header.mtime_ns && ns_of(st.st_ctim) == header.ctime_ns) {
             continue;
         }
-        const util::Fd file(::open(header.path.c_str(), O_RDONLY | O_CLOEXEC));
+        const util::Fd file(
+            ::open(header.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
         if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
             return "header " + header.path + " cannot be read";
         }
