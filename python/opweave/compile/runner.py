@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from opweave.graph.basic import is_constant, vars_between
+from opweave.graph.basic import graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import Step
 from opweave.link.callable import InputBinding, note_failed_node
@@ -44,7 +44,7 @@ class NodeRunner:
     def _generate(self, fgraph: FunctionGraph) -> Any:
         names: dict[int, str] = {}
         namespace: dict[str, Any] = {"bind": self.inputs.bind, "filter": self.inputs.filter_one}
-        for variable in vars_between(fgraph.inputs, fgraph.outputs):  # any graph's
+        for variable in graph_variables(fgraph):  # any graph's
             if is_constant(variable):
                 names[id(variable)] = f"c{len(names)}"
                 namespace[names[id(variable)]] = variable.data

@@ -166,8 +166,7 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     :class:`~opweave.link.c.basic.CompiledGraph`): one instance of its
     struct, the fallback above, and the module's source, library and cache
     outcome as attributes."""
-    node_blocks = getattr(compiled, "node_blocks", None)
-    fallback = Fallback(binding, compiled.block_names, compiled.output_blocks, node_blocks)
+    fallback = Fallback(binding, compiled.block_names, compiled.output_blocks, compiled.node_blocks)
     fn = _core.Function(
         module=compiled.module, orphans=compiled.orphans, unpack_single=single, fallback=fallback
     )

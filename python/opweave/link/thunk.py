@@ -126,6 +126,7 @@ class Linker:
     fgraph: FunctionGraph | None = None
     schedule: Schedule | None = None
     no_recycling: list[Variable] = []  # noqa: RUF012  # replaced by accept()
+    _order: list[Apply] | None = None  # order(), once per bound graph
 
     def accept(self, fgraph: FunctionGraph, no_recycling: Any = None, profile: Any = None) -> Any:
         """Binds the linker to ``fgraph``; returns the bound linker.
@@ -138,11 +139,15 @@ class Linker:
             return clone.accept(fgraph, no_recycling, profile)
         self.fgraph = fgraph
         self.no_recycling = no_recycling_of(fgraph, no_recycling)
+        self._order = None
         return self
 
     def order(self) -> list[Apply]:
-        """The bound graph's nodes in the order they run."""
-        return ordered_nodes(self.bound_graph(), self.schedule)
+        """The bound graph's nodes in the order they run (worked out once
+        per bound graph)."""
+        if self._order is None:
+            self._order = ordered_nodes(self.bound_graph(), self.schedule)
+        return list(self._order)
 
     def bound_graph(self) -> FunctionGraph:
         """The graph given to :meth:`accept`."""

@@ -20,7 +20,7 @@ import numpy as np
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
-from opweave.graph.basic import graph_variables, io_toposort, is_constant
+from opweave.graph.basic import graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
 from opweave.link.c._flags import remove_flags, uniq_flags
@@ -92,10 +92,8 @@ class CLinker(Linker):
     # --- compiler and flags --------------------------------------------------
 
     def _objects(self) -> list[Any]:
-        assert self.fgraph is not None
         objects: dict[int, Any] = {}
-        # Only inputs and outputs: any graph library's graph has them.
-        nodes = io_toposort(self.fgraph.inputs, self.fgraph.outputs)
+        nodes = self.order()  # from the graph's inputs and outputs: any library's has them
         for variable in graph_variables(self.fgraph, nodes):
             objects.setdefault(id(variable.type), variable.type)
         for node in nodes:
