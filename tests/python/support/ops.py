@@ -38,3 +38,23 @@ class TwoWays(COp):
     def c_code(self, node, name, inp, out, sub):
         (x,), (z,) = inp, out
         return copy_and_update(x, z, sub["fail"], "*value += 1;", f"dtype_{z}")
+
+
+class SameObject(COp):
+    """z = x * 2, after checking that ``py_x`` is the array ``x``."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = inputs[0] * 2
+
+    def c_code(self, node, name, inp, out, sub):
+        (x,), (z,) = inp, out
+        check = (
+            f"if (py_{x} != (PyObject*){x}) {{\n"
+            f'PyErr_SetString(PyExc_AssertionError, "py_x is not x");\n{sub["fail"]}\n}}\n'
+        )
+        return check + copy_and_update(x, z, sub["fail"], "*value *= 2;")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.layout_ops import Increment
-from support.ops import copy_and_update
+from support.ops import SameObject
 
 import opweave
 from opweave.graph.basic import Apply
@@ -17,26 +17,6 @@ from opweave.scalar.basic import get_scalar_type
 from opweave.tensor import dvector
 
 MODES = ["c", "c|py"]
-
-
-class SameObject(COp):
-    """z = x * 2, after checking that ``py_x`` is the array ``x``."""
-
-    __props__ = ()
-
-    def make_node(self, x):
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = inputs[0] * 2
-
-    def c_code(self, node, name, inp, out, sub):
-        (x,), (z,) = inp, out
-        check = (
-            f"if (py_{x} != (PyObject*){x}) {{\n"
-            f'PyErr_SetString(PyExc_AssertionError, "py_x is not x");\n{sub["fail"]}\n}}\n'
-        )
-        return check + copy_and_update(x, z, sub["fail"], "*value *= 2;")
 
 
 class ScalarPlusOne(COp):

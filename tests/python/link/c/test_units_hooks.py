@@ -170,3 +170,23 @@ def test_a_graph_whose_units_do_not_link_is_one_unit_and_says_why() -> None:
     assert "opw_global_twice" in module["whole_because"]
     want = function([x], graph, mode=Mode(linker="py"))(X)
     np.testing.assert_allclose(f(X), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["c", "c|py"])
+def test_py_objects_and_inplace_nodes_inside_units(mode: str) -> None:
+    # A node reading py_x of an intermediate, and an in-place node with a
+    # second reader of what it destroys, in the middle of 48 node codes.
+    from support.inplace_ops import g, inplace_add_one
+    from support.ops import SameObject
+
+    x = dvector("x")
+    ks = constants(48, seed=7)
+    mid = SameObject()(hook_chain(x, ks[:24]))
+    destroyed, read = inplace_add_one(mid), g(mid)
+    outputs = [hook_chain(destroyed, ks[24:]), read]
+    f = function([x], outputs, mode=mode)
+    assert sum(m["units_compiled"] + m["units_reused"] for m in module_profiles(f)) >= 2
+    want = function([x], outputs, mode=Mode(linker="py"))(X)
+    for _ in range(2):
+        for got, expected_value in zip(f(X), want, strict=True):
+            np.testing.assert_allclose(got, expected_value, rtol=1e-12)
