@@ -1,4 +1,6 @@
-"""Shared fixtures: an isolated cache root per test."""
+"""Shared fixtures: an isolated cache root per test, and (for the tests that
+need them) root and a second user; see support/second_user.py for
+OPWEAVE_REQUIRE_SECOND_USER, which turns their skips into failures."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import second_user
 
 
 @pytest.fixture(autouse=True)
@@ -18,3 +21,18 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
     with opweave.config.change_flags(compiledir=str(xdg / "opweave")):
         yield xdg / "opweave"
+
+
+@pytest.fixture
+def as_root() -> None:
+    """Runs the test only as root: skipped otherwise, or failed if
+    OPWEAVE_REQUIRE_SECOND_USER is set."""
+    second_user.require_root("the test does what only root may")
+
+
+@pytest.fixture(scope="session")
+def other_user() -> tuple[int, int]:
+    """The uid and gid of a second user (created if missing). The test is
+    skipped if it cannot have one, or failed if OPWEAVE_REQUIRE_SECOND_USER
+    is set."""
+    return second_user.other_user_ids()

@@ -15,6 +15,11 @@ compile the test slows down with its own compiler). MODE is an opweave mode
 ("C", "c|py"). With ``--many``, GRAPH is a comma-separated list: each graph
 is compiled and run in turn, and the report lists what went wrong instead of
 stopping at the first failure.
+
+A KeyboardInterrupt is re-raised (the process dies of SIGINT, as Python
+does), after one line on stderr, ``interrupted at T``: T is time.monotonic()
+when the exception reached main(). CLOCK_MONOTONIC is one clock for every
+process on Linux, so a test compares T with the time it sent the signal.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -134,9 +140,9 @@ def run_many(mode: str, graphs: list[str], handler: Records) -> None:
     print(json.dumps({"errors": errors, "wrong": wrong, "logs": handler.records}), flush=True)
 
 
-def main() -> None:
-    many = sys.argv[1] == "--many"
-    root, mode, graph = sys.argv[1 + many : 4 + many]
+def run(argv: list[str]) -> None:
+    many = argv[1] == "--many"
+    root, mode, graph = argv[1 + many : 4 + many]
     opweave.config.compiledir = root
     handler = Records()
     logger = logging.getLogger("opweave")
@@ -160,6 +166,17 @@ def main() -> None:
         ),
         flush=True,
     )
+
+
+INTERRUPTED_AT = "interrupted at "
+
+
+def main() -> None:
+    try:
+        run(sys.argv)
+    except KeyboardInterrupt:
+        print(f"{INTERRUPTED_AT}{time.monotonic():.6f}", file=sys.stderr, flush=True)
+        raise
 
 
 if __name__ == "__main__":

@@ -134,3 +134,15 @@ def run_graph(
     )
     assert result.returncode == 0, describe(result)
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def seconds_to_interrupt(stderr: str, sent: float) -> float:
+    """How long after `sent` (time.monotonic() just before the test sent
+    SIGINT) graph_worker.py caught its KeyboardInterrupt, read from the line
+    it printed on `stderr`; fails the test if there is no such line."""
+    from support.graph_worker import INTERRUPTED_AT
+
+    caught = [line for line in stderr.splitlines() if line.startswith(INTERRUPTED_AT)]
+    if not caught:
+        pytest.fail(f"the worker reported no KeyboardInterrupt:\n{stderr}")
+    return float(caught[-1].removeprefix(INTERRUPTED_AT)) - sent

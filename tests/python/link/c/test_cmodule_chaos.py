@@ -7,20 +7,35 @@ or missing; a prelude among them).
 
 The other workers must see no error and crash none, every result must be
 right, the cache must end with the same keys as a single-process build of
-the same graphs, and verify() must find nothing wrong."""
+the same graphs, and verify() must find nothing wrong.
+
+Then the same for multi-node graphs, one entry at a time: a chain of ops of
+distinct codes (one module), and a graph compiled in units (two unit
+entries and a module linking them). The module's library or metadata, or
+a unit's object file or metadata, is truncated, zeroed or overwritten with
+random bytes; a fresh process must get the right values (compared with
+NumPy), put a rebuilt entry back under the damaged one's key, reuse the
+intact units, and never link a damaged one. A worker SIGKILLed while it
+builds a graph's units leaves nothing the next process would use: it
+builds, reuses the units that were published, and sweeps the leftovers."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from support.helpers import GRAPH_WORKER
+from support.helpers import GRAPH_WORKER, run_graph
 
 from opweave import _core
 
@@ -189,3 +204,182 @@ def test_chaos(tmp_path: Path) -> None:
     report = _core.ModuleCache(str(cache)).verify()
     assert report.problems == [] and report.stale == []
     assert report.entries_checked == len(keys(reference))
+
+
+# Damage to the entries of multi-node graphs, one entry at a time, with a
+# graph in compile units: its module's library or metadata, or a unit's
+# object file or metadata. A fresh process must get the right values (the
+# graph worker compares them with NumPy), rebuild the damaged entry under
+# its key, and reuse the entries that are intact.
+
+UNIT_FLAGS = {"OPWEAVE_FLAGS": "cmodule__unit_threshold=8"}
+# 30 distinct node codes: two units and a module that links them. The edit,
+# one more node, shares its first unit with it.
+UNIT_GRAPH, EDITED_UNIT_GRAPH = "units:30", "units:31"
+# Six nodes of distinct codes, under the unit threshold: one module.
+CHAIN_GRAPH = "units:6"
+UNITS_LOG = re.compile(r"compiled module \w+ \(\w+\) in [\d.]+ s from (\d+) units \((\d+) reused\)")
+
+
+def units_built(report: dict[str, Any]) -> tuple[int, int]:
+    """(units, reused) from the log line of the module the worker built."""
+    found = [UNITS_LOG.search(r["message"]) for r in report["logs"]]
+    [match] = [m for m in found if m]
+    return int(match[1]), int(match[2])
+
+
+def entries(cache: Path, kind: str) -> dict[str, Path]:
+    """The entries of `kind` ("module", "unit"), by key."""
+    return {e.key: Path(e.dir) for e in _core.ModuleCache(str(cache)).list() if e.kind == kind}
+
+
+@dataclass(frozen=True)
+class UnitCache:
+    """A cache holding UNIT_GRAPH and CHAIN_GRAPH (copied for each test),
+    and which of its entries belong to what."""
+
+    root: Path
+    unit_module: str
+    chain_module: str
+    shared_units: frozenset[str]  # the units EDITED_UNIT_GRAPH reuses
+
+
+@pytest.fixture(scope="module")
+def unit_cache(tmp_path_factory: pytest.TempPathFactory) -> UnitCache:
+    root = tmp_path_factory.mktemp("units") / "cache"
+    assert run_graph(root, UNIT_GRAPH, env=UNIT_FLAGS)["right"]
+    unit_module, *more = entries(root, "module")
+    assert more == [] and len(entries(root, "unit")) >= 2
+    assert run_graph(root, CHAIN_GRAPH, env=UNIT_FLAGS)["right"]
+    [chain_module] = set(entries(root, "module")) - {unit_module}
+    assert len(entries(root, "unit")) >= 2  # the chain has no units of its own
+    # The edited graph alone, elsewhere: the units it has in common.
+    edited = tmp_path_factory.mktemp("edited") / "cache"
+    assert run_graph(edited, EDITED_UNIT_GRAPH, env=UNIT_FLAGS)["right"]
+    shared = set(entries(root, "unit")) & set(entries(edited, "unit"))
+    assert shared and len(shared) < len(entries(edited, "unit"))
+    return UnitCache(root, unit_module, chain_module, frozenset(shared))
+
+
+def spoil(path: Path, how: str) -> None:
+    """Truncates, zeroes or overwrites `path` with random bytes."""
+    data = path.read_bytes()
+    assert data
+    if how == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "zero":
+        path.write_bytes(bytes(len(data)))
+    else:
+        path.write_bytes(os.urandom(len(data)))
+
+
+@pytest.mark.parametrize("how", ["truncate", "zero", "garbage"])
+@pytest.mark.parametrize(
+    ("graph", "target"),
+    [
+        (UNIT_GRAPH, "module-*.so"),
+        (UNIT_GRAPH, "meta.json"),
+        (CHAIN_GRAPH, "module-*.so"),
+        (CHAIN_GRAPH, "meta.json"),
+    ],
+)
+def test_a_damaged_module_of_a_multi_node_graph_is_rebuilt(
+    unit_cache: UnitCache, tmp_path: Path, graph: str, target: str, how: str
+) -> None:
+    cache = tmp_path / "cache"
+    shutil.copytree(unit_cache.root, cache, symlinks=True)
+    before = keys(cache)
+    key = unit_cache.unit_module if graph == UNIT_GRAPH else unit_cache.chain_module
+    [damaged] = entries(cache, "module")[key].glob(target)
+    spoil(damaged, how)
+
+    report = run_graph(cache, graph, env=UNIT_FLAGS)
+    assert report["right"], report
+    assert report["outcomes"] == ["built"]
+    if graph == UNIT_GRAPH:  # its units were intact: only the link ran again
+        units, reused = units_built(report)
+        assert units == reused >= 2
+    stats = _core.ModuleCache(str(cache)).stats()
+    assert stats.counters.quarantines >= 1
+    assert keys(cache) == before  # the module is back under its key
+    verified = _core.ModuleCache(str(cache)).verify()
+    assert verified.problems == [] and verified.stale == []
+    assert run_graph(cache, graph, env=UNIT_FLAGS)["outcomes"] == ["hit"]
+
+
+@pytest.mark.parametrize("how", ["truncate", "zero", "garbage"])
+@pytest.mark.parametrize("target", ["unit.o", "meta.json"])
+def test_a_damaged_unit_is_rebuilt_not_linked(
+    unit_cache: UnitCache, tmp_path: Path, target: str, how: str
+) -> None:
+    cache = tmp_path / "cache"
+    shutil.copytree(unit_cache.root, cache, symlinks=True)
+    before = keys(cache)
+    for key in unit_cache.shared_units:
+        spoil(entries(cache, "unit")[key] / target, how)
+
+    # An edit of the graph: its new module links the damaged unit's key.
+    report = run_graph(cache, EDITED_UNIT_GRAPH, env=UNIT_FLAGS)
+    assert report["right"], report
+    assert report["outcomes"] == ["built"]
+    units, reused = units_built(report)
+    assert units >= 2 and reused == 0  # the damaged unit was compiled again
+    stats = _core.ModuleCache(str(cache)).stats()
+    assert stats.counters.quarantines >= len(unit_cache.shared_units)
+    assert before <= keys(cache)  # the unit is back under its key
+    verified = _core.ModuleCache(str(cache)).verify()
+    assert verified.problems == [] and verified.stale == []
+    # The graph it came from links the rebuilt unit, and hits.
+    assert run_graph(cache, UNIT_GRAPH, env=UNIT_FLAGS)["outcomes"] == ["hit"]
+
+
+def staging_of(cache: Path, pid: int) -> list[str]:
+    """The staging directories of `pid` in the cache."""
+    tmp = cache / "v2" / "tmp"
+    return [name for name in os.listdir(tmp) if f".{pid}." in name] if tmp.is_dir() else []
+
+
+@pytest.mark.parametrize("when", ["compiling the first unit", "after a unit is published"])
+def test_a_worker_killed_while_it_builds_units(tmp_path: Path, when: str) -> None:
+    cache = tmp_path / "cache"
+    # One compiler at a time and no prelude: the units are built one after
+    # the other, and every staging directory is a unit's or the module's.
+    flags = "cmodule__unit_threshold=8,cmodule__precompiled_header=false,compile__jobs=1"
+    env = {k: v for k, v in os.environ.items() if k != "OPWEAVE_FLAGS"}
+    env["OPWEAVE_FLAGS"] = flags
+    worker = subprocess.Popen(
+        [sys.executable, str(GRAPH_WORKER), str(cache), "C", "units:60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            staging_of(cache, worker.pid)
+            and (when == "compiling the first unit" or entries(cache, "unit"))
+        ):
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline, "the worker never built a unit"
+            time.sleep(0.005)
+        worker.kill()
+        assert worker.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    published = set(entries(cache, "unit"))
+    assert entries(cache, "module") == {}, f"killed too late, {when}"
+    if when == "compiling the first unit":
+        assert published == set()
+
+    report = run_graph(cache, "units:60", env={"OPWEAVE_FLAGS": flags})
+    assert report["right"], report
+    assert report["outcomes"] == ["built"]
+    units, reused = units_built(report)
+    assert units >= 3 and reused == len(published)  # what was published is intact
+    assert staging_of(cache, worker.pid) == []  # the killed build's leftovers are swept
+    verified = _core.ModuleCache(str(cache)).verify()
+    assert verified.problems == [] and verified.stale == []
+    assert run_graph(cache, "units:60", env={"OPWEAVE_FLAGS": flags})["outcomes"] == ["hit"]

@@ -1,5 +1,7 @@
 """Interrupts, kills and lock timeouts during a slow compile, with real
-processes and signals: Ctrl-C raises KeyboardInterrupt within a second, the
+processes and signals: Ctrl-C during a compile, a wait for another
+process's build or a wait for a compile slot raises KeyboardInterrupt
+within a second (measured from the signal to the exception, in the child), the
 compiler's whole process tree (and the background prelude build's) is
 killed, nothing is published, no lock stays held, and the next process
 builds normally. A lock wait that times out reaches the user as
@@ -21,13 +23,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import GRAPH_WORKER, run_graph
+from support.helpers import GRAPH_WORKER, run_graph, seconds_to_interrupt
 
 from opweave import _core
 
 pytestmark = pytest.mark.slow
 
 SLOW_SECONDS = 20
+# The README's promise: Ctrl-C raises KeyboardInterrupt within a second. It
+# is measured from just before the signal is sent to the moment the child
+# catches the exception (graph_worker.py reports it on CLOCK_MONOTONIC, one
+# clock for all processes on Linux), so neither Python's start nor its exit
+# is counted, and no slack is added.
+INTERRUPT_SECONDS = 1.0
 
 
 class SlowCompiler:
@@ -116,12 +124,11 @@ def test_ctrl_c_during_a_compile(isolated_cache: Path, slow: SlowCompiler, targe
         worker.send_signal(signal.SIGINT)
     else:
         os.killpg(worker.pid, signal.SIGINT)  # a terminal's Ctrl-C
-    worker.wait(timeout=30)
-    took = time.monotonic() - sent
-    _, err = worker.communicate()
+    _, err = worker.communicate(timeout=30)
     assert worker.returncode == -signal.SIGINT, err  # an uncaught KeyboardInterrupt
     assert "KeyboardInterrupt" in err
-    assert took < 1.5, f"took {took:.2f} s"
+    took = seconds_to_interrupt(err, sent)
+    assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
     slow.wait_until_gone(timeout=2)
     assert locks_are_free(isolated_cache)
     assert no_module_published(isolated_cache)
@@ -155,10 +162,10 @@ def test_ctrl_c_during_a_lock_wait_and_the_wait_is_logged(
         assert waiter.poll() is None
         sent = time.monotonic()
         waiter.send_signal(signal.SIGINT)
-        waiter.wait(timeout=30)
-        assert time.monotonic() - sent < 1.5
-        _, err = waiter.communicate()
+        _, err = waiter.communicate(timeout=30)
         assert waiter.returncode == -signal.SIGINT, err
+        took = seconds_to_interrupt(err, sent)
+        assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
         assert len(slow.running()) == 1  # the builder goes on
         out, err = builder.communicate(timeout=120)
         assert builder.returncode == 0, err
@@ -170,6 +177,43 @@ def test_ctrl_c_during_a_lock_wait_and_the_wait_is_logged(
                 process.wait()
     flags = f"cxx={slow.path},cmodule__precompiled_header=false"
     assert run_graph(isolated_cache, "slow", env={"OPWEAVE_FLAGS": flags})["outcomes"] == ["hit"]
+
+
+def test_ctrl_c_while_waiting_for_a_compile_slot(isolated_cache: Path, slow: SlowCompiler) -> None:
+    # One compiler at a time (compile__jobs=1): the builder's holds the only
+    # slot, and the waiter, with a graph of its own (another key, so no key
+    # lock in common), waits for it.
+    flags = ("cmodule__precompiled_header=false", "compile__jobs=1")
+    builder = start(isolated_cache, slow.path, *flags)
+    waiter = None
+    try:
+        slow.wait_until_running(1)
+        waiter = start(isolated_cache, slow.path, *flags, graph="scaled:3")
+        # Its staging directory exists (it holds its key's lock, and is
+        # building), but its compiler does not start: it waits for the slot.
+        deadline = time.monotonic() + 60
+        tmp = isolated_cache / "v2" / "tmp"
+        while not any(f".{waiter.pid}." in name for name in os.listdir(tmp)):
+            assert waiter.poll() is None, waiter.communicate()
+            assert time.monotonic() < deadline, "the waiter never started its build"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        assert waiter.poll() is None
+        assert len(slow.running()) == 1  # the builder's compiler only
+        sent = time.monotonic()
+        waiter.send_signal(signal.SIGINT)
+        _, err = waiter.communicate(timeout=30)
+        assert waiter.returncode == -signal.SIGINT, err
+        took = seconds_to_interrupt(err, sent)
+        assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
+        assert builder.poll() is None and len(slow.running()) == 1  # the builder goes on
+    finally:
+        for process in (builder, waiter):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    slow.wait_until_gone(timeout=5)
+    assert locks_are_free(isolated_cache)
 
 
 def test_a_long_lock_wait_is_logged_with_key_pid_and_path(

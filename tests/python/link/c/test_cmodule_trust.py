@@ -4,13 +4,14 @@ nothing another user owns (or could have written) is loaded, nothing outside
 the root is ever deleted or written, and modes are exact whatever the umask.
 
 Cases with another user's files run as root (as CI does): they create a
-second user and give it files. Elsewhere they are skipped."""
+second user and give it files (the ``other_user`` fixture, conftest.py).
+Elsewhere they are skipped, or fail if ``OPWEAVE_REQUIRE_SECOND_USER=1`` is
+set, as ``.ci/run`` does (support/second_user.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import stat
 import subprocess
@@ -21,26 +22,6 @@ import pytest
 from support.helpers import run_graph
 
 from opweave import _core
-
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0, reason="needs root: creates a second user and gives it files"
-)
-OTHER_USER = "opweave-other"
-
-
-@pytest.fixture(scope="session")
-def other_user() -> tuple[int, int]:
-    """The uid and gid of a second user, created if missing."""
-    try:
-        entry = pwd.getpwnam(OTHER_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
-            check=True,
-            capture_output=True,
-        )
-        entry = pwd.getpwnam(OTHER_USER)
-    return entry.pw_uid, entry.pw_gid
 
 
 def give(path: Path, owner: tuple[int, int]) -> None:
@@ -158,7 +139,6 @@ def test_a_layout_directory_others_can_write_is_made_private(isolated_cache: Pat
     assert stat.S_IMODE(entries.stat().st_mode) == 0o700
 
 
-@needs_root
 def test_an_entry_symlinked_to_another_users_directory(
     isolated_cache: Path, tmp_path: Path, other_user: tuple[int, int]
 ) -> None:
@@ -176,7 +156,6 @@ def test_an_entry_symlinked_to_another_users_directory(
     assert warnings_of(report)
 
 
-@needs_root
 @pytest.mark.parametrize("where", ["entry", "shard"])
 def test_a_module_planted_by_another_user_is_never_loaded(
     isolated_cache: Path, other_user: tuple[int, int], where: str
@@ -203,7 +182,6 @@ def test_a_module_planted_by_another_user_is_never_loaded(
     assert run_graph(isolated_cache, "vtv:2")["right"]
 
 
-@needs_root
 def test_a_cache_root_of_another_user_falls_back_to_a_private_build(
     isolated_cache: Path, other_user: tuple[int, int]
 ) -> None:
@@ -217,7 +195,7 @@ def test_a_cache_root_of_another_user_falls_back_to_a_private_build(
     assert "OPWEAVE_FLAGS=compiledir=" in warning  # and how to fix it
 
 
-@needs_root
+@pytest.mark.usefixtures("as_root")  # chattr +i
 def test_an_entry_that_cannot_be_moved_aside_is_built_privately(isolated_cache: Path) -> None:
     _, two = two_entries(isolated_cache)
     (two / "meta.json").write_text("{}")
