@@ -227,7 +227,8 @@ void init_module_cache(py::module_& m) {
                             "Lookups take no lock and verify entries; builds take a per-key lock.")
         .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout,
                          std::optional<std::uint64_t> max_total_bytes, int compile_jobs,
-                         bool read_only, std::vector<std::filesystem::path> shared_roots) {
+                         bool read_only, std::vector<std::filesystem::path> shared_roots,
+                         std::optional<uid_t> shared_owner) {
                  CacheOptions options;
                  options.root = root.value_or(std::filesystem::path());
                  options.lock_timeout_seconds = lock_timeout;
@@ -235,6 +236,7 @@ void init_module_cache(py::module_& m) {
                  options.compile_jobs = compile_jobs;
                  options.read_only = read_only;
                  options.shared_roots = std::move(shared_roots);
+                 options.shared_owner = shared_owner;
                  py::gil_scoped_release release;
                  return std::make_unique<ModuleCache>(options);
              }),
@@ -242,12 +244,17 @@ void init_module_cache(py::module_& m) {
              py::arg("max_total_bytes") = py::none(), py::arg("compile_jobs") = 0,
              py::arg("read_only") = false,
              py::arg("shared_roots") = std::vector<std::filesystem::path>{},
+             py::arg("shared_owner") = py::none(),
              "Opens the cache at `root` (created if needed). read_only: use its entries and\n"
-             "never write there. shared_roots: read-only caches looked up first.")
+             "never write there. shared_roots: read-only caches looked up first.\n"
+             "shared_owner: a uid trusted besides this user and root, as the owner of\n"
+             "read-only caches and of the directories above a root.")
         .def_property_readonly("read_only",
                                [](const ModuleCache& c) { return c.options().read_only; })
         .def_property_readonly("shared_roots",
                                [](const ModuleCache& c) { return c.options().shared_roots; })
+        .def_property_readonly("shared_owner",
+                               [](const ModuleCache& c) { return c.options().shared_owner; })
         .def_static("default_root", &ModuleCache::default_root)
         .def_static("check_key", &ModuleCache::check_key, py::arg("key"))
         .def_property_readonly("root", &ModuleCache::root)

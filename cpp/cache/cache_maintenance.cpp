@@ -159,7 +159,7 @@ void verify_one(const cache::Places& places, const util::Dir& shard, const std::
 
 std::vector<Entry> ModuleCache::list() const {
     refuse_if_read_only("list");
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     std::vector<Entry> entries;
     for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
         entries.push_back(describe(shard, key));
@@ -179,7 +179,7 @@ CacheStats ModuleCache::stats() const {
             stats.entries == 1 ? entry.last_used : std::min(stats.oldest_use, entry.last_used);
         stats.newest_use = std::max(stats.newest_use, entry.last_used);
     }
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     if (const auto tmp = open_trusted(places.version, cache::k_tmp_dir)) {
         for (const std::string& name : tmp->list()) {
             const bool is_lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
@@ -192,7 +192,7 @@ CacheStats ModuleCache::stats() const {
 
 VerifyReport ModuleCache::verify(Repair repair) {
     refuse_if_read_only("verify");
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     VerifyReport report;
     CacheCounters counts;
     for (const std::string& shard_name : places.entries.list()) {
@@ -222,7 +222,7 @@ VerifyReport ModuleCache::verify(Repair repair) {
 bool ModuleCache::evict(std::string_view key) {
     refuse_if_read_only("evict from");
     check_key(key);
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     const auto shard = open_trusted(places.entries, cache::shard_name(key));
     return shard && cache::discard(places.version, *shard, key);
 }
@@ -240,7 +240,7 @@ bool remove_listed(const cache::Places& places, const Entry& entry) {
 
 std::size_t ModuleCache::clear() {
     refuse_if_read_only("clear");
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     std::size_t removed = 0;
     for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
         removed += cache::discard(places.version, shard, key) ? 1 : 0;
@@ -258,7 +258,7 @@ std::size_t ModuleCache::clear() {
 PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
                                std::optional<double> older_than_seconds, std::string_view keep) {
     refuse_if_read_only("prune");
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     std::vector<Entry> entries = list();
     std::sort(entries.begin(), entries.end(),
               [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; });
@@ -289,7 +289,7 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
 
 std::size_t ModuleCache::sweep() {
     refuse_if_read_only("sweep");
-    return cache::sweep(cache::open_places(m_root, nullptr), nullptr);
+    return cache::sweep(cache::open_places(m_root, nullptr, m_impl->ancestors), nullptr);
 }
 
 namespace cache {

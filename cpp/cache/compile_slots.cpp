@@ -30,9 +30,9 @@ int compile_jobs(int requested) noexcept {
 }
 
 CompileSlot::CompileSlot(const std::filesystem::path& root, int jobs, double timeout,
-                         BuildMonitor* monitor) {
+                         BuildMonitor* monitor, const util::Owners& ancestors) {
     jobs = compile_jobs(jobs);
-    const Places places = open_places(root, nullptr);
+    const Places places = open_places(root, nullptr, ancestors);
     const util::Dir locks = require_layout_dir(places.version, k_locks_dir, nullptr);
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();

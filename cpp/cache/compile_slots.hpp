@@ -13,6 +13,7 @@
 
 #include "opweave/build_monitor.hpp"
 #include "opweave/file_lock.hpp"
+#include "cache/layout.hpp"
 #include "opweave/module_cache.hpp"
 
 namespace opweave::cache {
@@ -26,12 +27,15 @@ public:
     // `root`, waiting while all are busy, at most `timeout` seconds (then
     // LockTimeout). Polls `monitor` (Interrupted) and tells it once when
     // the wait passes BuildMonitor::k_report_wait_seconds.
+    // The root is opened through directories that only `ancestors` (see
+    // ancestor_owners) can change.
     CompileSlot(const std::filesystem::path& root, int jobs, double timeout,
-                BuildMonitor* monitor);
+                BuildMonitor* monitor, const util::Owners& ancestors = util::Owners());
     // A slot of `cache`: its compile_jobs, waiting at most its lock timeout.
     CompileSlot(const ModuleCache& cache, BuildMonitor* monitor)
         : CompileSlot(cache.root(), cache.options().compile_jobs,
-                      cache.options().lock_timeout_seconds, monitor) {}
+                      cache.options().lock_timeout_seconds, monitor,
+                      ancestor_owners(cache.options())) {}
     ~CompileSlot();
     CompileSlot(const CompileSlot&) = delete;
     CompileSlot& operator=(const CompileSlot&) = delete;

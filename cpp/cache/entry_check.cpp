@@ -30,7 +30,7 @@ EntryCheck verdict(EntryState state, std::string problem, Entry entry = {}) {
 
 // Why the file `name` of an entry cannot be trusted, or "".
 std::string file_problem(const util::Dir& dir, const EntryFile& file, Memo memo,
-                         uid_t owner, std::uint64_t& size_on_disk) {
+                         const util::Owners& owners, std::uint64_t& size_on_disk) {
     const util::Fd fd = dir.open_file(file.name, O_RDONLY);
     if (!fd) {
         if (errno == ELOOP) {
@@ -42,7 +42,7 @@ std::string file_problem(const util::Dir& dir, const EntryFile& file, Memo memo,
     if (::fstat(fd.get(), &st) != 0) {
         return file.name + " cannot be read: " + std::strerror(errno);
     }
-    const util::Trust trust = util::check_trust(st, false, owner);
+    const util::Trust trust = util::check_trust(st, false, owners);
     if (trust != util::Trust::ok) {
         return file.name + " " + util::describe_trust(trust, st);
     }
@@ -65,11 +65,11 @@ std::string file_problem(const util::Dir& dir, const EntryFile& file, Memo memo,
 }  // namespace
 
 EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo) {
-    return check_entry(shard, key, memo, ::geteuid());
+    return check_entry(shard, key, memo, util::Owners());
 }
 
 EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo,
-                       uid_t also_trusted) {
+                       const util::Owners& owners) {
     const std::optional<struct stat> st = shard.stat(key);
     if (!st) {
         if (errno == ENOENT) {
@@ -77,7 +77,7 @@ EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo,
         }
         return verdict(EntryState::damaged, std::string("cannot be read: ") + std::strerror(errno));
     }
-    const util::Trust trust = util::check_trust(*st, true, also_trusted);
+    const util::Trust trust = util::check_trust(*st, true, owners);
     if (trust == util::Trust::foreign_owner) {
         return verdict(EntryState::foreign, "the entry " + util::describe_trust(trust, *st));
     }
@@ -94,7 +94,7 @@ EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo,
     if (!meta_st) {
         return verdict(EntryState::damaged, "its metadata is missing");
     }
-    const util::Trust meta_trust = util::check_trust(*meta_st, false, also_trusted);
+    const util::Trust meta_trust = util::check_trust(*meta_st, false, owners);
     if (meta_trust != util::Trust::ok) {
         return verdict(EntryState::damaged,
                        "its metadata " + util::describe_trust(meta_trust, *meta_st));
@@ -113,7 +113,7 @@ EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo,
     entry->last_used = util::mtime_seconds(*st);
     entry->size_bytes = static_cast<std::uint64_t>(meta_st->st_size);
     for (const EntryFile& file : entry->files) {
-        std::string problem = file_problem(*dir, file, memo, also_trusted, entry->size_bytes);
+        std::string problem = file_problem(*dir, file, memo, owners, entry->size_bytes);
         if (!problem.empty()) {
             return verdict(EntryState::damaged, std::move(problem), std::move(*entry));
         }

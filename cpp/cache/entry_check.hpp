@@ -35,11 +35,11 @@ struct EntryCheck {
 };
 
 // Checks the entry `key` in the shard directory `shard`. With Memo::bypass
-// every file is hashed again. Owned by this user or by `also_trusted` (the
-// owner of a read-only shared cache) is owned well enough.
+// every file is hashed again. Owned by one of `owners` (this user, and for a
+// read-only shared cache root and its named owner) is owned well enough.
 EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo);
 EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo,
-                       uid_t also_trusted);
+                       const util::Owners& owners);
 
 // Gives every file in `staging` its final mode (0700 for .so files, 0600 for
 // the rest), flushes it to disk, and returns the list with sizes and hashes.

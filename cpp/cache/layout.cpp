@@ -38,19 +38,39 @@ void report(std::vector<CacheEvent>* events, const std::filesystem::path& path,
 
 std::string version_dir_name() { return "v" + std::to_string(ModuleCache::k_format_version); }
 
-util::Dir open_root(const std::filesystem::path& root) {
-    util::make_dirs(root);
-    std::optional<util::Dir> dir = util::Dir::open(root);
-    if (!dir) {
+util::Owners ancestor_owners(const CacheOptions& options) {
+    const util::Owners owners = util::Owners().with(0);
+    return options.shared_owner ? owners.with(*options.shared_owner) : owners;
+}
+
+util::Dir open_trusted_root(const std::filesystem::path& root, const util::Owners& owners) {
+    std::string problem;
+    std::optional<util::Dir> dir = util::open_through_trusted(root, owners, problem);
+    if (dir) {
+        return std::move(*dir);
+    }
+    if (!util::Dir::open(root)) {
         throw_errno("cannot open cache directory", root);
     }
-    const auto st = dir->stat_self();
+    throw CacheError("cannot trust the cache directory " + root.string() + ": " + problem +
+                         ", so another user could put their own files in its place (as ssh's "
+                         "StrictModes refuses); make every directory above the cache writable "
+                         "only by you or root (chmod go-w, or chmod +t for a shared one like "
+                         "/tmp), name a trusted owner with OPWEAVE_FLAGS=cache__shared_owner=<user>, "
+                         "or use another cache directory (OPWEAVE_FLAGS=compiledir=...)",
+                     root);
+}
+
+util::Dir open_root(const std::filesystem::path& root, const util::Owners& ancestors) {
+    util::make_dirs(root);
+    util::Dir dir = open_trusted_root(root, ancestors);
+    const auto st = dir.stat_self();
     if (!st) {
         throw_errno("cannot access cache directory", root);
     }
     switch (util::check_trust(*st, true)) {
     case util::Trust::ok:
-        return std::move(*dir);
+        return dir;
     case util::Trust::foreign_owner:
         throw CacheError("cache directory " + root.string() + " " +
                              util::describe_trust(util::Trust::foreign_owner, *st) +

@@ -1,7 +1,11 @@
 // opweave core (internal): the directories of the cache, opened and checked.
 //
-// The root is opened by its path (symlinks in that path are followed: the
-// root may be reached through a link). Everything below it is opened one
+// The root is opened by its path, one name at a time from "/": every
+// directory on the way must be one that only this user, root or a named
+// shared owner can change (as ssh's StrictModes checks), so that nobody else
+// can swap the tree between a check and a load. Symlinks on the way are
+// followed where they sit in such directories (the root may be reached
+// through a link). Everything below it is opened one
 // name at a time with O_NOFOLLOW (util::Dir) and checked: a directory must
 // belong to this user and be writable by nobody else. What can be repaired
 // safely is repaired and reported: a symlink or a file where a directory
@@ -32,10 +36,21 @@ inline constexpr const char* k_stats_file = "stats.json";
 // "v2": the directory of this layout version.
 std::string version_dir_name();
 
-// Opens the root, creating it (and its parents) with mode 0700 if missing.
-// Throws CacheError unless it is a directory owned by this user that group
-// and others cannot write to; the message says how to fix it.
-util::Dir open_root(const std::filesystem::path& root);
+// Who may own the directories above a cache root of `options`: this user,
+// root and options.shared_owner.
+util::Owners ancestor_owners(const CacheOptions& options);
+
+// Opens `root` through directories that only `owners` or root can change
+// (util::open_through_trusted); throws CacheError naming the directory that
+// is not and saying how to fix it. The root itself is not checked here.
+util::Dir open_trusted_root(const std::filesystem::path& root, const util::Owners& owners);
+
+// Opens the root, creating it (and its parents) with mode 0700 if missing,
+// through ancestors trusted as by open_trusted_root. Throws CacheError
+// unless it is a directory owned by this user that group and others cannot
+// write to; the message says how to fix it.
+util::Dir open_root(const std::filesystem::path& root,
+                    const util::Owners& ancestors = util::Owners());
 
 enum class Create { no, yes };
 

@@ -16,6 +16,7 @@
 #include "cache/header_manifest.hpp"
 #include "cache/link_check.hpp"
 #include "cache/module_key.hpp"
+#include "cache/staged_prelude.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
 #include "opweave/precompiled_header.hpp"
@@ -229,7 +230,7 @@ public:
     StagedCompile compile(const std::string& key, std::string_view source,
                           const std::filesystem::path& staging,
                           const std::filesystem::path& entry_dir, StagedNames names,
-                          Product product, const std::optional<Entry>& prelude,
+                          Product product, const std::optional<cache::StagedPrelude>& prelude,
                           BuildMonitor* monitor) const {
         CompileJob staged = m_job;
         staged.source = staging / names.source;
@@ -240,7 +241,7 @@ public:
             source_path_flags(m_compiler, entry_dir / names.source);
         staged.unkeyed_flags = kept;
         if (prelude) {
-            const std::vector<std::string> include = prelude_include_flags(prelude->dir);
+            const std::vector<std::string> include = prelude->include_flags();
             staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
         }
         if (product == Product::library) {
@@ -269,8 +270,9 @@ public:
         compiled.headers = cache::compiled_headers(m_cache, m_request, staged, start);
         compiled.used_prelude = prelude && staged.unkeyed_flags != kept;
         if (compiled.used_prelude) {
+            prelude->cite_entry(compiled.result);
             // What the precompiled header read, the source read too.
-            cache::merge_headers(compiled.headers, prelude->headers);
+            cache::merge_headers(compiled.headers, prelude->headers());
         }
         return compiled;
     }
@@ -290,32 +292,35 @@ public:
     }
 
     // Compiles the module's one source into a library, with the prelude
-    // when there is one. A prelude found on disk is verified while the
-    // source compiles with it; if it turns out damaged, that compile is
-    // thrown away and the source compiled again without it.
+    // when there is one. A prelude found on disk is staged, and verified
+    // while the source compiles with it; the compile is kept only when the
+    // entry verifies and the staged files are the ones it records, else the
+    // source is compiled again without it.
     StagedCompile library(const std::string& key, const std::filesystem::path& staging,
                           const std::filesystem::path& entry_dir, BuildMonitor* monitor,
                           std::vector<CacheEvent>& events) const {
         const StagedNames names = {k_source_name, k_staged_library, k_depfile_name};
         const std::optional<std::string> prelude_key =
             usable_prelude_key(m_compiler, m_request, m_job);
-        Entry found;
-        if (prelude_key) {
-            found.dir = m_cache.entry_dir(*prelude_key);
-        }
+        const std::filesystem::path found = prelude_key ? m_cache.entry_dir(*prelude_key) : "";
         std::error_code absent;
         if (!prelude_key ||
-            !std::filesystem::is_regular_file(
-                found.dir / k_prelude_gch_name, absent)) {
+            !std::filesystem::is_regular_file(found / k_prelude_gch_name, absent)) {
+            const std::optional<Entry> usable = prelude(monitor, events);
+            const std::optional<cache::StagedPrelude> staged =
+                usable ? cache::StagedPrelude::stage_verified(*usable, staging) : std::nullopt;
             return compile(key, m_request.source, staging, entry_dir, names, Product::library,
-                           prelude(monitor, events), monitor);
+                           staged, monitor);
         }
         PreludeCheck check(m_cache, *prelude_key);
+        std::optional<cache::StagedPrelude> staged = cache::StagedPrelude::stage(found, staging);
         StagedCompile compiled = compile(key, m_request.source, staging, entry_dir, names,
-                                         Product::library, found, monitor);
+                                         Product::library, staged, monitor);
         const std::optional<Entry> verified =
             reported_prelude(check.get(events), m_request, monitor);
-        if (!verified) {
+        const bool kept = verified && staged && staged->matches(*verified);
+        staged.reset();
+        if (!kept) {
             return compiled.used_prelude
                        ? compile(key, m_request.source, staging, entry_dir, names,
                                  Product::library, std::nullopt, monitor)
@@ -329,7 +334,8 @@ public:
 
     // The unit's entry, compiled (as an object) on a miss.
     CacheResult unit(const TranslationUnit& unit, const std::string& key,
-                     const std::optional<Entry>& prelude, BuildMonitor* monitor) const {
+                     const std::optional<cache::StagedPrelude>& prelude,
+                     BuildMonitor* monitor) const {
         const std::filesystem::path entry_dir = m_cache.entry_dir(key);
         const BuildFn build = [&](const std::filesystem::path& staging) {
             const StagedCompile compiled =
@@ -366,7 +372,8 @@ public:
     // Stages the object of unit `index` as `to`, rebuilding the unit when
     // it was evicted or damaged since it was found.
     BuiltUnit stage_unit(std::size_t index, const std::string& key, CacheResult& found,
-                         const std::filesystem::path& to, const std::optional<Entry>& prelude,
+                         const std::filesystem::path& to,
+                         const std::optional<cache::StagedPrelude>& prelude,
                          BuildMonitor* monitor) const {
         const TranslationUnit& unit = m_request.units[index];
         for (int attempt = 1; !copy_object(found.entry, to); ++attempt) {
@@ -408,7 +415,11 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
                             std::vector<BuiltUnit>& built_units) const {
     const auto start = std::chrono::steady_clock::now();
     const std::filesystem::path entry_dir = m_cache.entry_dir(key);
-    const std::optional<Entry> usable = prelude(monitor, events);
+    // Staged once in the module's staging directory, for every compile.
+    const std::optional<Entry> verified_prelude = prelude(monitor, events);
+    const std::optional<cache::StagedPrelude> usable =
+        verified_prelude ? cache::StagedPrelude::stage_verified(*verified_prelude, staging)
+                         : std::nullopt;
     StagedCompile main;
     // Each unit's object is copied into the staging directory as soon as
     // it is found or built, so that an eviction meanwhile cannot lose it.

@@ -93,8 +93,9 @@ KeyLock::KeyLock(const util::Dir& version, std::string_view key, double timeout,
 
 KeyLock::~KeyLock() { m_lock.release_and_remove(); }
 
-Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* events) {
-    util::Dir root_dir = open_root(root);
+Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* events,
+                   const util::Owners& ancestors) {
+    util::Dir root_dir = open_root(root, ancestors);
     util::Dir version = require_layout_dir(root_dir, version_dir_name(), events);
     util::Dir entries = require_layout_dir(version, k_entries_dir, events);
     return {std::move(root_dir), std::move(version), std::move(entries)};
@@ -130,24 +131,32 @@ std::filesystem::path Entry::file_ending(std::string_view suffix) const {
 
 namespace {
 
-// The owner of a read-only root, which must be a directory that nobody but
-// its owner can write to. Throws CacheError.
-uid_t read_only_owner(const std::filesystem::path& root) {
-    struct stat st {};
-    if (::stat(root.c_str(), &st) != 0) {
+// Checks that the read-only root belongs to one of `owners` and that
+// nobody but its owner can write to it, opening it through trusted
+// directories. Throws CacheError.
+void check_read_only_root(const std::filesystem::path& root, const util::Owners& owners) {
+    const util::Dir dir = cache::open_trusted_root(root, owners);
+    const std::optional<struct stat> st = dir.stat_self();
+    if (!st) {
         throw CacheError("cannot use the read-only cache " + root.string() + ": " +
                              std::strerror(errno),
                          root);
     }
-    const util::Trust trust = util::check_trust(st, true, st.st_uid);
+    const util::Trust trust = util::check_trust(*st, true, owners);
+    if (trust == util::Trust::foreign_owner) {
+        throw CacheError("cannot use the read-only cache " + root.string() + ": it " +
+                             util::describe_trust(trust, *st) +
+                             " nor root; if you trust that user, name them "
+                             "(OPWEAVE_FLAGS=cache__shared_owner=<user or uid>)",
+                         root);
+    }
     if (trust != util::Trust::ok) {
         throw CacheError("cannot use the read-only cache " + root.string() + ": it " +
-                             util::describe_trust(trust, st) +
+                             util::describe_trust(trust, *st) +
                              "; others could plant code in it (make it writable by its owner "
                              "only, e.g. chmod go-w)",
                          root);
     }
-    return st.st_uid;
 }
 
 }  // namespace
@@ -156,12 +165,13 @@ ModuleCache::ModuleCache(CacheOptions options)
     : m_root(resolve_root(options)),
       m_options(std::move(options)),
       m_impl(std::make_unique<Impl>()) {
+    m_impl->ancestors = cache::ancestor_owners(m_options);
     if (m_options.read_only) {
-        m_impl->owner = read_only_owner(m_root);
+        m_impl->owners = m_impl->ancestors;
+        check_read_only_root(m_root, m_impl->owners);
         return;
     }
-    m_impl->owner = ::geteuid();
-    const util::Dir root = cache::open_root(m_root);
+    const util::Dir root = cache::open_root(m_root, m_impl->ancestors);
     if (!root.stat(std::string("CACHEDIR.TAG"))) {
         // Only a courtesy to backup tools; a read-only root still works.
         root.write_file("CACHEDIR.TAG", k_cachedir_tag, 0600, util::Sync::no);
@@ -170,6 +180,7 @@ ModuleCache::ModuleCache(CacheOptions options)
         CacheOptions layer;
         layer.root = shared;
         layer.read_only = true;
+        layer.shared_owner = m_options.shared_owner;
         m_impl->layers.push_back(std::make_unique<ModuleCache>(std::move(layer)));
     }
 }
@@ -186,12 +197,13 @@ namespace {
 // `name` in `parent`, when it is a directory that `owner` or this user owns
 // and nobody else can write; what is wrong with it goes to `events`.
 std::optional<util::Dir> open_read_only(const util::Dir& parent, const std::string& name,
-                                        uid_t owner, std::vector<CacheEvent>* events) {
+                                        const util::Owners& owners,
+                                        std::vector<CacheEvent>* events) {
     const std::optional<struct stat> st = parent.stat(name);
     if (!st) {
         return std::nullopt;
     }
-    const util::Trust trust = util::check_trust(*st, true, owner);
+    const util::Trust trust = util::check_trust(*st, true, owners);
     if (trust != util::Trust::ok) {
         if (events != nullptr) {
             events->push_back({CacheEvent::Kind::unusable, parent.path_of(name),
@@ -206,16 +218,20 @@ std::optional<util::Dir> open_read_only(const util::Dir& parent, const std::stri
 
 std::optional<Entry> ModuleCache::lookup_read_only(std::string_view key,
                                                    std::vector<CacheEvent>* events) const {
-    const uid_t owner = m_impl->owner;
-    std::optional<util::Dir> dir = util::Dir::open(m_root);
+    const util::Owners& owners = m_impl->owners;
+    std::string problem;
+    std::optional<util::Dir> dir = util::open_through_trusted(m_root, owners, problem);
+    if (!dir && !problem.empty() && events != nullptr) {
+        events->push_back({CacheEvent::Kind::unusable, m_root, problem});
+    }
     for (const std::string& name :
          {cache::version_dir_name(), std::string(cache::k_entries_dir), cache::shard_name(key)}) {
-        dir = dir ? open_read_only(*dir, name, owner, events) : std::nullopt;
+        dir = dir ? open_read_only(*dir, name, owners, events) : std::nullopt;
     }
     if (!dir) {
         return std::nullopt;
     }
-    EntryCheck check = cache::check_entry(*dir, key, cache::Memo::use, owner);
+    EntryCheck check = cache::check_entry(*dir, key, cache::Memo::use, owners);
     if (check.state == EntryState::valid) {
         return std::move(check.entry);
     }
@@ -385,7 +401,7 @@ std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<Cache
             return shared;
         }
     }
-    const cache::Places places = cache::open_places(m_root, events);
+    const cache::Places places = cache::open_places(m_root, events, m_impl->ancestors);
     const auto shard =
         cache::open_layout_dir(places.entries, cache::shard_name(key), cache::Create::no, events);
     if (!shard) {
@@ -418,7 +434,7 @@ bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
     if (m_options.read_only) {
         return false;  // left as it is; lookups report it
     }
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     const auto shard = cache::open_layout_dir(places.entries, cache::shard_name(key),
                                               cache::Create::no, nullptr);
     if (!shard) {
@@ -455,7 +471,7 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
             return result;
         }
     }
-    const cache::Places places = cache::open_places(m_root, &result.events);
+    const cache::Places places = cache::open_places(m_root, &result.events, m_impl->ancestors);
     const util::Dir shard = cache::require_layout_dir(places.entries, cache::shard_name(key),
                                                       &result.events);
     EntryCheck check = cache::check_entry(shard, key, cache::Memo::use);
@@ -519,7 +535,7 @@ std::filesystem::path ModuleCache::keep_failed_source(std::string_view key,
                                                       std::string_view source) {
     check_key(key);
     refuse_if_read_only("keep a failed source in");
-    const cache::Places places = cache::open_places(m_root, nullptr);
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     const util::Dir failed = cache::require_layout_dir(places.version, cache::k_failed_dir, nullptr);
     const std::string name = std::string(key) + ".cpp";
     if (!failed.write_file(name, source, 0600, util::Sync::no)) {

@@ -22,7 +22,12 @@ namespace opweave {
 class ModuleCache::Impl {
 public:
     cache::PendingCounters counters;
-    uid_t owner = 0;  // of the root: trusted as this user is, when read-only
+    // Who may own the directories above the root: this user, root and the
+    // shared owner.
+    util::Owners ancestors;
+    // Who may own the entries: this user; when read-only, also root and the
+    // shared owner.
+    util::Owners owners;
     std::vector<std::unique_ptr<ModuleCache>> layers;  // CacheOptions::shared_roots
 };
 
@@ -36,7 +41,10 @@ struct Places {
     util::Dir entries;
 };
 
-Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* events);
+// Opens the root through directories only `ancestors` can change (see
+// open_root), then its version and entries directories.
+Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* events,
+                   const util::Owners& ancestors = util::Owners());
 
 // "ab" for key "ab12...".
 std::string shard_name(std::string_view key);

@@ -86,15 +86,35 @@ std::uint64_t size_below(int dir_fd) noexcept {
 
 }  // namespace
 
-Trust check_trust(const struct stat& st, bool want_dir) noexcept {
-    return check_trust(st, want_dir, ::geteuid());
+Owners Owners::with(uid_t uid) const noexcept {
+    Owners more = *this;
+    if (!contains(uid) && m_count < 2) {
+        more.m_also[more.m_count++] = uid;
+    }
+    return more;
 }
 
-Trust check_trust(const struct stat& st, bool want_dir, uid_t also_trusted) noexcept {
+bool Owners::contains(uid_t uid) const noexcept {
+    if (uid == ::geteuid()) {
+        return true;
+    }
+    for (int i = 0; i < m_count; ++i) {
+        if (m_also[i] == uid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+Trust check_trust(const struct stat& st, bool want_dir) noexcept {
+    return check_trust(st, want_dir, Owners());
+}
+
+Trust check_trust(const struct stat& st, bool want_dir, const Owners& owners) noexcept {
     if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
         return Trust::wrong_type;
     }
-    if (st.st_uid != ::geteuid() && st.st_uid != also_trusted) {
+    if (!owners.contains(st.st_uid)) {
         return Trust::foreign_owner;
     }
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
@@ -265,6 +285,96 @@ bool remove_tree_at(int dir_fd, const char* name) noexcept {
     const bool ok = remove_contents(dir.get());
     dir.reset();
     return (::unlinkat(dir_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) && ok;
+}
+
+namespace {
+
+constexpr int k_max_symlinks = 40;
+
+// Why a walk may not pass through the directory `path` (`st`), or "".
+std::string passage_problem(const std::filesystem::path& path, const struct stat& st,
+                            const Owners& owners) {
+    if (st.st_uid != 0 && !owners.contains(st.st_uid)) {
+        return path.string() + " is owned by uid " + std::to_string(st.st_uid) +
+               ", which is neither this user (uid " + std::to_string(::geteuid()) +
+               "), root, nor a shared owner you named";
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+        return path.string() + " is writable by group or others (mode " +
+               octal_mode(st.st_mode) + ") and not sticky";
+    }
+    return {};
+}
+
+// Pushes the names of `path` onto `pending` so that the first comes off
+// the back first.
+void push_names(const std::filesystem::path& path, std::vector<std::string>& pending) {
+    std::vector<std::string> names;
+    for (const std::filesystem::path& part : path.relative_path()) {
+        names.push_back(part.string());
+    }
+    pending.insert(pending.end(), names.rbegin(), names.rend());
+}
+
+std::optional<Dir> refuse(std::string& problem, std::string why) {
+    problem = std::move(why);
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Dir> open_through_trusted(const std::filesystem::path& path, const Owners& owners,
+                                        std::string& problem) {
+    std::vector<Dir> walked;  // from "/" to where the walk is
+    walked.emplace_back(Fd(::open("/", k_dir_flags)), "/");
+    if (!walked.back().valid()) {
+        return refuse(problem, std::string("cannot open /: ") + std::strerror(errno));
+    }
+    std::vector<std::string> pending;
+    push_names(std::filesystem::absolute(path), pending);
+    int links = 0;
+    while (!pending.empty()) {
+        const std::string name = std::move(pending.back());
+        pending.pop_back();
+        if (name.empty() || name == ".") {
+            continue;
+        }
+        if (name == "..") {
+            if (walked.size() > 1) {
+                walked.pop_back();
+            }
+            continue;
+        }
+        const Dir& here = walked.back();
+        const std::optional<struct stat> here_st = here.stat_self();
+        std::string why = here_st ? passage_problem(here.path(), *here_st, owners)
+                                  : here.path().string() + " cannot be read";
+        if (!why.empty()) {
+            return refuse(problem, std::move(why));
+        }
+        const std::optional<struct stat> st = here.stat(name);
+        if (st && S_ISLNK(st->st_mode)) {
+            char target[4096];
+            const ssize_t size = ::readlinkat(here.fd(), name.c_str(), target, sizeof target);
+            if (size <= 0 || static_cast<std::size_t>(size) >= sizeof target ||
+                ++links > k_max_symlinks) {
+                return refuse(problem, "cannot follow the symlink " + here.path_of(name).string());
+            }
+            const std::filesystem::path link_target(std::string(target, static_cast<std::size_t>(size)));
+            if (link_target.is_absolute()) {
+                walked.resize(1);
+            }
+            push_names(link_target, pending);
+            continue;
+        }
+        std::optional<Dir> next = here.open_dir(name);
+        if (!next) {
+            return refuse(problem, "cannot open " + here.path_of(name).string() + ": " +
+                                       std::strerror(errno));
+        }
+        walked.push_back(std::move(*next));
+    }
+    return std::move(walked.back());
 }
 
 std::uint64_t tree_size(const Dir& parent, std::string_view name) noexcept {

@@ -36,13 +36,27 @@ enum class Trust {
     writable_by_others,  // group or others may write to it
 };
 
+// The users whose files opweave trusts: this user, plus at most two more
+// that a caller names (root, and the shared owner the user configured).
+class Owners {
+public:
+    Owners() = default;  // this user only
+    // These owners and `uid`.
+    Owners with(uid_t uid) const noexcept;
+    bool contains(uid_t uid) const noexcept;
+
+private:
+    uid_t m_also[2] = {};
+    int m_count = 0;
+};
+
 // `st` must describe a directory (want_dir) or a regular file, owned by this
 // user and writable by nobody else.
 Trust check_trust(const struct stat& st, bool want_dir) noexcept;
 
-// check_trust, where the owner may also be `also_trusted` (the owner of a
-// shared, read-only cache that this user chose to read).
-Trust check_trust(const struct stat& st, bool want_dir, uid_t also_trusted) noexcept;
+// check_trust, where the owner may also be one of `owners` (e.g. the owner
+// of a shared, read-only cache that this user chose to read).
+Trust check_trust(const struct stat& st, bool want_dir, const Owners& owners) noexcept;
 
 // A short description of a failed check, e.g. "is a symlink", "is owned by
 // uid 1001", "is writable by group or others (mode 0777)".
@@ -116,6 +130,17 @@ private:
     Fd m_fd;
     std::filesystem::path m_path;
 };
+
+// Opens the directory `path` (absolute) one name at a time from "/", as
+// ssh's StrictModes checks a path: every directory passed through on the way
+// (each ancestor, and each directory a symlink on the way leads through)
+// must be owned by one of `owners` or root, and writable by nobody else
+// unless it is sticky (/tmp). Symlinks are followed (at most 40), but only
+// where they sit in such a directory, so nobody else can redirect them. The
+// final directory itself is not checked: the caller judges it. On failure,
+// nothing, with `problem` saying which directory is wrong and why.
+std::optional<Dir> open_through_trusted(const std::filesystem::path& path, const Owners& owners,
+                                        std::string& problem);
 
 // Total size in bytes of the regular files below the directory `name` of
 // `parent` (0 if it is gone), never following a symlink.

@@ -39,6 +39,8 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "opweave/build_monitor.hpp"
 #include "opweave/file_lock.hpp"
 
@@ -60,13 +62,17 @@ struct CacheOptions {
     // locks, statistics, last-use times, quarantines or sweeps. lookup()
     // verifies as always; an entry that fails is reported (an `unusable`
     // event) and left as it is. get_or_build() and the calls that change
-    // the cache throw CacheError. The root must exist and be writable by
-    // nobody but its owner; entries owned by that owner (an administrator
-    // who filled a shared cache) are trusted as this user's are.
+    // the cache throw CacheError. The root must exist, belong to this user,
+    // root or shared_owner, and be writable by nobody but its owner; entries
+    // owned by any of those three are trusted as this user's are.
     bool read_only = false;
     // Read-only caches (as with read_only) looked up, in this order, before
     // this one. A miss is built in this one.
     std::vector<std::filesystem::path> shared_roots;
+    // Another user trusted besides this one and root: a read-only cache may
+    // belong to them, and so may the directories above any cache root. Never
+    // whoever happens to own a path: nothing else is trusted.
+    std::optional<uid_t> shared_owner;
 };
 
 // A file of an entry, as recorded when the entry was published.

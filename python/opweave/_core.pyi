@@ -290,10 +290,12 @@ class ModuleCache:
     @staticmethod
     def default_root() -> pathlib.Path:
         ...
-    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0, read_only: bool = False, shared_roots: collections.abc.Sequence[os.PathLike | str | bytes] = []) -> None:
+    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0, read_only: bool = False, shared_roots: collections.abc.Sequence[os.PathLike | str | bytes] = [], shared_owner: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
         """
         Opens the cache at `root` (created if needed). read_only: use its entries and
         never write there. shared_roots: read-only caches looked up first.
+        shared_owner: a uid trusted besides this user and root, as the owner of
+        read-only caches and of the directories above a root.
         """
     def adopt(self, key: str, metadata: bytes, files: collections.abc.Sequence[tuple[str, bytes]]) -> CacheResult:
         """
@@ -367,6 +369,9 @@ class ModuleCache:
         ...
     @property
     def root(self) -> pathlib.Path:
+        ...
+    @property
+    def shared_owner(self) -> builtins.int | None:
         ...
     @property
     def shared_roots(self) -> builtins.list[pathlib.Path]:

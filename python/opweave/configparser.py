@@ -135,6 +135,21 @@ def _parse_paths(text: str) -> tuple[str, ...]:
     return tuple(part for part in text.split(":") if part.strip())
 
 
+def _parse_owner(text: str) -> int | None:
+    """A user name or a uid; empty: none."""
+    text = text.strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    import pwd
+
+    try:
+        return pwd.getpwnam(text).pw_uid
+    except KeyError:
+        raise ValueError(f"no user named {text!r} on this machine") from None
+
+
 def _parse_remote(text: str) -> str:
     text = text.strip()
     if text and not text.startswith(("redis://", "rediss://", "unix://")):
@@ -239,6 +254,14 @@ _OPTIONS = (
         (),
         "Read-only caches looked up before compiledir, separated by ':' (e.g. one an "
         "administrator filled on a shared filesystem).",
+    ),
+    ConfigOption(
+        "cache__shared_owner",
+        _parse_owner,
+        None,
+        "A user (name or uid) trusted besides you and root: read-only caches "
+        "(cache__shared_dirs, cache__readonly) may belong to them, and so may the "
+        "directories above any cache root. Empty: only you and root.",
     ),
     ConfigOption(
         "cache__remote",

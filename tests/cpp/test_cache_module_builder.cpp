@@ -2,6 +2,8 @@
 // (and the retry without it), libraries named after their content, and the
 // headers a build read (recorded, checked, and what a change does). A fake
 // compiler records jobs; two tests use the real compiler.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -164,15 +166,32 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     CHECK(again.outcome == Outcome::hit);
     CHECK_EQ(again.library, first.library);
 
-    // A new module compiles with it.
+    // A new module compiles with it: the very files of the verified entry
+    // (hard links in the build's private directory), never published with
+    // the module.
+    struct stat recorded {};
+    CHECK(::stat((prelude.entry.dir / k_prelude_gch_name).c_str(), &recorded) == 0);
+    bool same_inode = false;
+    compiler.during_compile = [&] {
+        const fs::path staged = compiler.jobs.back().working_dir / k_prelude_gch_name;
+        struct stat st {};
+        same_inode = ::stat(staged.c_str(), &st) == 0 && st.st_ino == recorded.st_ino &&
+                     st.st_dev == recorded.st_dev;
+    };
     const BuiltModule second =
         build_module(cache, compiler, request_for("int y;", true), &monitor);
+    compiler.during_compile = nullptr;
     CHECK(second.outcome == Outcome::built);
     CHECK_EQ(monitor.missing, 1);
-    std::vector<std::string> expected = prelude_include_flags(prelude.entry.dir);
+    CHECK(same_inode);
+    std::vector<std::string> expected = prelude_include_flags(compiler.jobs.back().working_dir);
     expected.insert(expected.begin(), source_flag(second.dir));
     CHECK(compiler.jobs.back().unkeyed_flags == expected);
-    CHECK(contains(command_of(cache, second.key), "-include"));
+    // The record names the header where the prelude's entry keeps it.
+    CHECK(contains(command_of(cache, second.key),
+                   "-include " + (prelude.entry.dir / k_prelude_header_name).string()));
+    CHECK(!fs::exists(second.dir / k_prelude_gch_name));
+    CHECK(!fs::exists(second.dir / k_prelude_header_name));
 
     // Not for a compiler that cannot use one.
     FakeCompiler other("fakecxx 2\n");

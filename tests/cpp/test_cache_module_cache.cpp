@@ -4,6 +4,7 @@
 // in tests/python/_core/test_module_cache_processes.py.
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -238,6 +239,50 @@ OPWEAVE_TEST(root_writable_by_others_is_refused) {
     ::chmod((dir / "open").c_str(), 0755);
     ModuleCache private_cache(options);
     CHECK(private_cache.root() == fs::canonical(dir / "open"));
+}
+
+// Every directory above the root is checked as ssh's StrictModes does:
+// writable by others only when sticky, owned by this user, root or the
+// named shared owner. A symlink on the way is followed where it sits in
+// such a directory.
+OPWEAVE_TEST(ancestors_of_the_root_are_checked_like_strict_modes) {
+    TempDir dir;
+    fs::create_directories(dir / "open" / "mine");
+    ::chmod((dir / "open").c_str(), 0777);
+    CacheOptions options;
+    options.root = dir / "open" / "mine" / "cache";
+    bool thrown = false;
+    try {
+        ModuleCache cache(options);
+    } catch (const CacheError& e) {
+        thrown = true;
+        const std::string message = e.what();
+        CHECK(message.find((dir / "open").string() + " is writable by group or others") !=
+              std::string::npos);
+        CHECK(message.find("chmod go-w") != std::string::npos);
+    }
+    CHECK(thrown);
+    ::chmod((dir / "open").c_str(), 01777);  // sticky, like /tmp
+    { ModuleCache sticky(options); }
+    ::chmod((dir / "open").c_str(), 0755);
+
+    // Reached through a symlink and "..": the directories it leads through
+    // are the ones checked.
+    fs::create_directories(dir / "real");
+    fs::create_directory_symlink(dir / "real", dir / "open" / "link");
+    options.root = dir / "open" / ".." / "open" / "link" / "cache";
+    { ModuleCache linked(options); }
+    CHECK(fs::exists(dir / "real" / "cache" / "CACHEDIR.TAG"));
+    ::chmod((dir / "real").c_str(), 0775);
+    CHECK_THROWS_AS(ModuleCache{options}, CacheError);
+    ::chmod((dir / "real").c_str(), 0755);
+
+    if (::geteuid() == 0) {  // another owner needs root to make
+        ::chown((dir / "real").c_str(), 4321, 4321);
+        CHECK_THROWS_AS(ModuleCache{options}, CacheError);
+        options.shared_owner = 4321;
+        { ModuleCache trusted(options); }
+    }
 }
 
 OPWEAVE_TEST(root_that_is_a_file_is_refused) {

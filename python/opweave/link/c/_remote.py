@@ -15,7 +15,10 @@ when it is signed with that secret or with ``cache__remote_secret_previous``
 for that very key. Without a secret the remote is not used at all (one
 WARNING per process), unless ``cache__remote_trust_unsigned`` is set: then
 unsigned entries are fetched and stored, and one WARNING names the risk
-(anyone who can write to the server can run code in this process).
+(anyone who can write to the server can run code in this process). With a
+secret, unsigned entries (stored by an older opweave, or by a machine
+without the secret) are refused: the first refusal is one WARNING that says
+why, the others are logged at DEBUG.
 
 Bounds: every request, connecting included, ends within
 ``cache__remote_timeout`` (1 s by default) in all; a value longer than
@@ -161,9 +164,20 @@ def fetch(cache: Any, key: str) -> bool:
         return False
     if data is None:
         return False
+    signed = _entry_pack.is_signed(data)
+    if not signed and secrets:
+        _warn_once(
+            "unsigned",
+            f"refusing unsigned entries of the remote cache {shown_url()} (first: "
+            f"{key[:16]}): opweave loads only entries signed with cache__remote_secret, "
+            "and these were stored unsigned, by an older opweave or by a machine without "
+            "the secret. Each is compiled here and stored signed in its place; set the "
+            "same cache__remote_secret on every machine that stores entries",
+        )
+        return False
     try:
         checked = secrets
-        if not _entry_pack.is_signed(data) and config.cache__remote_trust_unsigned:
+        if not signed and config.cache__remote_trust_unsigned:
             checked = ()  # the user's explicit choice, warned about once
         body = _entry_pack.unsign(data, checked, _PURPOSE, key)
         result = _entry_pack.adopt(cache, key, body)

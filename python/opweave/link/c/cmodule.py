@@ -92,11 +92,12 @@ def get_module_cache() -> _core.ModuleCache:
         config.compile__jobs,
         config.cache__readonly,
         config.cache__shared_dirs,
+        config.cache__shared_owner,
     )
     cache = _caches.get(settings)
     if cache is None:
-        root, timeout, max_size, jobs, read_only, shared = settings
-        layers = _readable_layers([*shared, root] if read_only else list(shared))
+        root, timeout, max_size, jobs, read_only, shared, owner = settings
+        layers = _readable_layers([*shared, root] if read_only else list(shared), owner)
         if read_only:
             root = _writable_root(root)
         cache = _core.ModuleCache(
@@ -105,6 +106,7 @@ def get_module_cache() -> _core.ModuleCache:
             max_total_bytes=max_size,
             compile_jobs=jobs,
             shared_roots=layers,
+            shared_owner=owner,
         )
         if not _caches:
             atexit.register(_flush_counters)
@@ -112,13 +114,14 @@ def get_module_cache() -> _core.ModuleCache:
     return cache
 
 
-def _readable_layers(roots: Sequence[str]) -> list[str]:
-    """The read-only caches among ``roots`` that can be used; a WARNING says
-    why for each one that cannot."""
+def _readable_layers(roots: Sequence[str], owner: int | None) -> list[str]:
+    """The read-only caches among ``roots`` that can be used, trusting
+    ``owner`` besides this user and root; a WARNING says why for each one
+    that cannot."""
     usable = []
     for root in roots:
         try:
-            _core.ModuleCache(root, read_only=True)
+            _core.ModuleCache(root, read_only=True, shared_owner=owner)
         except CacheError as error:
             _log.warning("not using the read-only cache %s: %s", root, error)
         else:

@@ -285,14 +285,20 @@ def test_without_a_secret_the_remote_is_not_used(
     assert "cache__remote_trust_unsigned" in warning
 
 
-def test_unsigned_values_are_refused_with_a_secret(
+def test_unsigned_values_are_refused_with_a_secret_and_one_warning_says_why(
     tmp_path: Path, redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    entry = built_entry(6)
-    raw(redis_url).set(_remote.remote_name(entry.key), _entry_pack.pack(entry))
+    # As after an upgrade: entries stored unsigned by an older opweave.
+    entries = [built_entry(6), built_entry(7)]
+    for entry in entries:
+        raw(redis_url).set(_remote.remote_name(entry.key), _entry_pack.pack(entry))
     with opweave.config.change_flags(cache__remote=redis_url, cache__remote_secret="team"):
-        assert not _remote.fetch(other_cache(tmp_path, "b"), entry.key)
-    assert any("it is not signed" in w for w in warnings_of(caplog))
+        for entry in entries:
+            assert not _remote.fetch(other_cache(tmp_path, "b"), entry.key)
+    [warning] = warnings_of(caplog)
+    assert "refusing unsigned entries" in warning
+    assert "older opweave" in warning and "cache__remote_secret" in warning
+    assert other_cache(tmp_path, "b").list() == []
 
 
 def test_trusting_unsigned_values_is_an_explicit_choice_warned_once(

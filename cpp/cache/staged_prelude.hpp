@@ -1,0 +1,65 @@
+// opweave core (internal): the prelude a compile reads, staged in the
+// build's private directory.
+//
+// GCC finds a precompiled header by name, next to the header that
+// `-include` names, and reads it while the prelude's entry may be checked
+// on another thread (or replaced by another process). So a compile never
+// reads the prelude where its entry keeps it: the header and the
+// precompiled header are hard-linked into the build's private staging
+// directory (copied where linking is refused, e.g. across filesystems),
+// hashed there, and only a build whose staged files have the content the
+// verified entry records keeps the compile that read them.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opweave/compiler.hpp"
+#include "opweave/module_cache.hpp"
+
+namespace opweave::cache {
+
+class StagedPrelude {
+public:
+    // Stages the prelude of the entry at `entry_dir` in `into`. Nothing when
+    // either file is missing, not a regular file, or cannot be staged.
+    static std::optional<StagedPrelude> stage(const std::filesystem::path& entry_dir,
+                                              const std::filesystem::path& into);
+    // Stages the prelude of `verified` (an entry just verified) in `into`,
+    // and keeps it only if the staged files have the recorded content.
+    static std::optional<StagedPrelude> stage_verified(const Entry& verified,
+                                                       const std::filesystem::path& into);
+
+    StagedPrelude(StagedPrelude&& other) noexcept;
+    StagedPrelude& operator=(StagedPrelude&&) = delete;
+    StagedPrelude(const StagedPrelude&) = delete;
+    StagedPrelude& operator=(const StagedPrelude&) = delete;
+    // Removes the staged files, so that they are never published with an
+    // entry.
+    ~StagedPrelude();
+
+    // Whether the staged files are exactly those `verified` records.
+    bool matches(const Entry& verified) const;
+    // The compiler flags that include the staged prelude.
+    std::vector<std::string> include_flags() const;
+    // `result`'s commands with the staged header named where its entry keeps
+    // it, as the entry's record shows them (the staged one is gone after the
+    // build).
+    void cite_entry(CompileResult& result) const;
+    // The headers the prelude's build read (those of the verified entry;
+    // none when staged before verification).
+    const std::vector<HeaderRecord>& headers() const noexcept { return m_headers; }
+
+private:
+    StagedPrelude(std::filesystem::path from, std::filesystem::path dir)
+        : m_from(std::move(from)), m_dir(std::move(dir)) {}
+
+    std::filesystem::path m_from;     // the entry's directory
+    std::filesystem::path m_dir;      // where it is staged; empty once moved from
+    std::vector<EntryFile> m_files;   // as staged: names, sizes, hashes
+    std::vector<HeaderRecord> m_headers;
+};
+
+}  // namespace opweave::cache
