@@ -10,6 +10,7 @@
 #include "cache/layout.hpp"
 #include "cache/module_cache_impl.hpp"
 #include "opweave/errors.hpp"
+#include "util/cpu_count.hpp"
 
 namespace opweave::cache {
 
@@ -22,11 +23,7 @@ std::string slot_name(int index) { return "compile-slot-" + std::to_string(index
 }  // namespace
 
 int compile_jobs(int requested) noexcept {
-    if (requested > 0) {
-        return requested;
-    }
-    const unsigned cores = std::thread::hardware_concurrency();
-    return cores > 0 ? static_cast<int>(cores) : 1;
+    return requested > 0 ? requested : util::usable_cpus();
 }
 
 CompileSlot::CompileSlot(const std::filesystem::path& root, int jobs, double timeout,

@@ -17,7 +17,9 @@
 
 namespace opweave::cache {
 
-// `requested`, or the number of cores when it is 0 or less.
+// `requested`, or, when it is 0 or less, the number of CPUs this process
+// may use (util::usable_cpus(): its affinity mask, limited by a cgroup CPU
+// quota). At least 1.
 int compile_jobs(int requested) noexcept;
 
 class CompileSlot {
