@@ -92,10 +92,11 @@ def get_module_cache() -> _core.ModuleCache:
         config.compile__jobs,
         config.cache__readonly,
         config.cache__shared_dirs,
+        config.compile__slot_dir,
     )
     cache = _caches.get(settings)
     if cache is None:
-        root, timeout, max_size, jobs, read_only, shared = settings
+        root, timeout, max_size, jobs, read_only, shared, slot_dir = settings
         layers = _readable_layers([*shared, root] if read_only else list(shared))
         if read_only:
             root = _writable_root(root)
@@ -105,6 +106,7 @@ def get_module_cache() -> _core.ModuleCache:
             max_total_bytes=max_size,
             compile_jobs=jobs,
             shared_roots=layers,
+            slot_dir=slot_dir or None,
         )
         if not _caches:
             atexit.register(_flush_counters)
