@@ -1,5 +1,6 @@
-// opweave._core: FileLock and ModuleCache. Waiting on a lock and building
-// release the GIL; a Python build function re-acquires it while it runs.
+// opweave._core: FileLock, ModuleCache and CompileSlot. Waiting on a lock
+// and building release the GIL; a Python build function re-acquires it while
+// it runs.
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
@@ -9,6 +10,7 @@
 
 #include "bindings/bindings.hpp"
 #include "bindings/monitor.hpp"
+#include "cache/compile_slots.hpp"
 #include "opweave/file_lock.hpp"
 #include "opweave/module_cache.hpp"
 
@@ -228,7 +230,8 @@ void init_module_cache(py::module_& m) {
         .def(py::init([](std::optional<std::filesystem::path> root, double lock_timeout,
                          std::optional<std::uint64_t> max_total_bytes, int compile_jobs,
                          bool read_only, std::vector<std::filesystem::path> shared_roots,
-                         std::optional<uid_t> shared_owner) {
+                         std::optional<uid_t> shared_owner,
+                         std::optional<std::filesystem::path> slot_dir) {
                  CacheOptions options;
                  options.root = root.value_or(std::filesystem::path());
                  options.lock_timeout_seconds = lock_timeout;
@@ -237,6 +240,7 @@ void init_module_cache(py::module_& m) {
                  options.read_only = read_only;
                  options.shared_roots = std::move(shared_roots);
                  options.shared_owner = shared_owner;
+                 options.slot_dir = slot_dir.value_or(std::filesystem::path());
                  py::gil_scoped_release release;
                  return std::make_unique<ModuleCache>(options);
              }),
@@ -244,11 +248,12 @@ void init_module_cache(py::module_& m) {
              py::arg("max_total_bytes") = py::none(), py::arg("compile_jobs") = 0,
              py::arg("read_only") = false,
              py::arg("shared_roots") = std::vector<std::filesystem::path>{},
-             py::arg("shared_owner") = py::none(),
+             py::arg("shared_owner") = py::none(), py::arg("slot_dir") = py::none(),
              "Opens the cache at `root` (created if needed). read_only: use its entries and\n"
              "never write there. shared_roots: read-only caches looked up first.\n"
              "shared_owner: a uid trusted besides this user and root, as the owner of\n"
-             "read-only caches and of the directories above a root.")
+             "read-only caches and of the directories above a root. slot_dir: where the\n"
+             "compile slots live (None: this user's machine-wide default).")
         .def_property_readonly("read_only",
                                [](const ModuleCache& c) { return c.options().read_only; })
         .def_property_readonly("shared_roots",
@@ -262,7 +267,16 @@ void init_module_cache(py::module_& m) {
                                [](const ModuleCache& c) { return c.options().max_total_bytes; })
         .def_property_readonly(
             "compile_jobs", [](const ModuleCache& c) { return c.options().compile_jobs; },
-            "Compiler processes at once across processes (0: the number of cores).")
+            "Compiler processes at once across this user's processes (0: the CPUs usable).")
+        .def_property_readonly(
+            "slot_dir",
+            [](const ModuleCache& c) -> std::optional<std::filesystem::path> {
+                if (c.options().slot_dir.empty()) {
+                    return std::nullopt;
+                }
+                return c.options().slot_dir;
+            },
+            "The configured compile slot directory, or None (the machine-wide default).")
         .def("entry_dir", &ModuleCache::entry_dir, py::arg("key"))
         .def(
             "lookup",
@@ -346,12 +360,36 @@ void init_module_cache(py::module_& m) {
              py::arg("source"));
 }
 
+void init_compile_slot(py::module_& m) {
+    using cache::CompileSlot;
+    py::class_<CompileSlot>(m, "CompileSlot",
+                            "One of the compile slots that bound this user's compilers on the\n"
+                            "machine, held until release() or the end of a with block. Builds\n"
+                            "hold one around each compiler run.")
+        .def(py::init([](const ModuleCache& owner) {
+                 return PythonMonitor::run([&](BuildMonitor* monitor) {
+                     return std::make_unique<CompileSlot>(owner, monitor);
+                 });
+             }),
+             py::arg("cache"),
+             "Waits for a free slot of cache.compile_jobs in the cache's slot directory, at\n"
+             "most its lock timeout (then LockTimeout); Ctrl-C stops the wait.")
+        .def_property_readonly("index", &CompileSlot::index, "The slot's number.")
+        .def_property_readonly("path", &CompileSlot::path, "The slot's lock file.")
+        .def("release", &CompileSlot::release, "Frees the slot now, if held.")
+        .def(
+            "__enter__", [](CompileSlot& slot) -> CompileSlot& { return slot; },
+            py::return_value_policy::reference)
+        .def("__exit__", [](CompileSlot& slot, const py::args&) { slot.release(); });
+}
+
 }  // namespace
 
 void init_cache(py::module_& m) {
     init_file_lock(m);
     init_records(m);
     init_module_cache(m);
+    init_compile_slot(m);
 }
 
 }  // namespace opweave::bindings

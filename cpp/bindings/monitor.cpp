@@ -33,11 +33,16 @@ void PythonMonitor::waiting_for_lock(const std::filesystem::path& lock_path, lon
     py::gil_scoped_acquire gil;
     try {
         const std::string key = lock_path.stem().string();
-        py::module_::import("logging")
-            .attr("getLogger")("opweave")
-            .attr("info")("waiting for another process to build %s (lock held by pid %s, "
-                          "%.1f s so far): %s",
-                          key.substr(0, 16), holder_pid, waited_seconds, lock_path.string());
+        const py::object log = py::module_::import("logging").attr("getLogger")("opweave");
+        if (key.rfind("compile-slot-", 0) == 0) {
+            log.attr("info")("waiting for a free compile slot: all are busy (%s held by pid "
+                             "%s, %.1f s so far); see compile__jobs",
+                             lock_path.string(), holder_pid, waited_seconds);
+            return;
+        }
+        log.attr("info")("waiting for another process to build %s (lock held by pid %s, "
+                         "%.1f s so far): %s",
+                         key.substr(0, 16), holder_pid, waited_seconds, lock_path.string());
     } catch (py::error_already_set& error) {
         error.discard_as_unraisable("opweave: logging a lock wait");
     }

@@ -18,9 +18,10 @@
 //  4. fork(). An flock belongs to the open file description, and a forked
 //     child inherits a descriptor of it (close-on-exec only helps at exec).
 //     The child would then "hold" the parent's lock too, and would keep it
-//     held after the parent dies. So every held descriptor is registered, and
-//     a pthread_atfork child handler closes the child's copies; a FileLock
-//     also remembers the pid that acquired it and is not held in any other.
+//     held after the parent dies. So every held descriptor is registered
+//     with the fork guard (util/fork_guard.hpp), which closes the child's
+//     copies; a FileLock also remembers the pid that acquired it and is not
+//     held in any other.
 #include "opweave/file_lock.hpp"
 
 #include <fcntl.h>
@@ -28,17 +29,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
-#include <vector>
+
+#include "util/fork_guard.hpp"
 
 namespace opweave {
 
@@ -50,45 +49,6 @@ constexpr auto k_max_poll = std::chrono::milliseconds(10);
 constexpr auto k_monitor_interval = std::chrono::milliseconds(50);
 
 long read_pid_at(int dir_fd, const char* name) noexcept;
-
-// The descriptors of every lock this process holds (race 4). Allocated once
-// and never freed, so that it outlives every FileLock, even one destroyed
-// during static destruction.
-struct HeldLocks {
-    std::mutex mutex;
-    std::vector<int> fds;
-};
-
-HeldLocks& held_locks() {
-    static HeldLocks* locks = new HeldLocks();
-    return *locks;
-}
-
-void close_inherited_locks_in_child() {
-    HeldLocks& locks = held_locks();
-    for (const int fd : locks.fds) {
-        ::close(fd);  // drops the child's reference only; the parent keeps its lock
-    }
-    locks.fds.clear();
-    locks.mutex.unlock();  // locked by the prepare handler in the forking thread
-}
-
-void register_held(int fd) {
-    static std::once_flag atfork_once;
-    std::call_once(atfork_once, [] {
-        ::pthread_atfork([] { held_locks().mutex.lock(); },
-                         [] { held_locks().mutex.unlock(); },
-                         close_inherited_locks_in_child);
-    });
-    std::lock_guard<std::mutex> guard(held_locks().mutex);
-    held_locks().fds.push_back(fd);
-}
-
-void unregister_held(int fd) {
-    std::lock_guard<std::mutex> guard(held_locks().mutex);
-    auto& fds = held_locks().fds;
-    fds.erase(std::remove(fds.begin(), fds.end(), fd), fds.end());
-}
 
 bool same_inode(const struct stat& a, const struct stat& b) {
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
@@ -183,7 +143,7 @@ FileLock::Attempt FileLock::try_once() {
         ::fchmod(fd, 0600);
     }
     write_pid(fd);
-    register_held(fd);
+    util::close_in_forked_children(fd);
     m_fd = fd;
     m_owner_pid = static_cast<long>(::getpid());
     return Attempt::acquired;
@@ -240,7 +200,7 @@ void FileLock::release() noexcept {
         return;
     }
     if (m_owner_pid == static_cast<long>(::getpid())) {
-        unregister_held(m_fd);
+        util::keep_in_forked_children(m_fd);
         ::close(m_fd);  // closing the only descriptor drops the flock
     }
     // Else we are a forked child: the atfork handler already closed our copy,

@@ -54,10 +54,16 @@ struct CacheOptions {
     // After each build, the least recently used entries are evicted until the
     // cache holds at most this many bytes. Nothing: no limit.
     std::optional<std::uint64_t> max_total_bytes;
-    // How many compiler processes the builds of all processes that use this
-    // cache run at once, at most (slots in the lock directory). 0: the
-    // number of cores.
+    // How many compiler processes the builds of this user's processes run at
+    // once, at most, whatever their caches (see slot_dir). 0: the number of
+    // CPUs this process may use (its affinity mask, limited by a cgroup CPU
+    // quota).
     int compile_jobs = 0;
+    // Where the compile slots (lock files) live. Empty: a private directory
+    // shared by all of this user's processes on the machine,
+    // $XDG_RUNTIME_DIR/opweave, else /tmp/opweave-<uid>, else (when neither
+    // is safe to use) this cache's own lock directory.
+    std::filesystem::path slot_dir;
     // Use the entries below the root and never write there: no entries,
     // locks, statistics, last-use times, quarantines or sweeps. lookup()
     // verifies as always; an entry that fails is reported (an `unusable`

@@ -18,7 +18,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -290,12 +290,13 @@ class ModuleCache:
     @staticmethod
     def default_root() -> pathlib.Path:
         ...
-    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0, read_only: bool = False, shared_roots: collections.abc.Sequence[os.PathLike | str | bytes] = [], shared_owner: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+    def __init__(self, root: os.PathLike | str | bytes | None = None, lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, compile_jobs: typing.SupportsInt | typing.SupportsIndex = 0, read_only: bool = False, shared_roots: collections.abc.Sequence[os.PathLike | str | bytes] = [], shared_owner: typing.SupportsInt | typing.SupportsIndex | None = None, slot_dir: os.PathLike | str | bytes | None = None) -> None:
         """
         Opens the cache at `root` (created if needed). read_only: use its entries and
         never write there. shared_roots: read-only caches looked up first.
         shared_owner: a uid trusted besides this user and root, as the owner of
-        read-only caches and of the directories above a root.
+        read-only caches and of the directories above a root. slot_dir: where the
+        compile slots live (None: this user's machine-wide default).
         """
     def adopt(self, key: str, metadata: bytes, files: collections.abc.Sequence[tuple[str, bytes]]) -> CacheResult:
         """
@@ -359,7 +360,7 @@ class ModuleCache:
     @property
     def compile_jobs(self) -> int:
         """
-        Compiler processes at once across processes (0: the number of cores).
+        Compiler processes at once across this user's processes (0: the CPUs usable).
         """
     @property
     def max_total_bytes(self) -> int | None:
@@ -376,6 +377,40 @@ class ModuleCache:
     @property
     def shared_roots(self) -> builtins.list[pathlib.Path]:
         ...
+    @property
+    def slot_dir(self) -> pathlib.Path | None:
+        """
+        The configured compile slot directory, or None (the machine-wide default).
+        """
+class CompileSlot:
+    """
+    One of the compile slots that bound this user's compilers on the
+    machine, held until release() or the end of a with block. Builds
+    hold one around each compiler run.
+    """
+    def __enter__(self) -> CompileSlot:
+        ...
+    def __exit__(self, *args) -> None:
+        ...
+    def __init__(self, cache: ModuleCache) -> None:
+        """
+        Waits for a free slot of cache.compile_jobs in the cache's slot directory, at
+        most its lock timeout (then LockTimeout); Ctrl-C stops the wait.
+        """
+    def release(self) -> None:
+        """
+        Frees the slot now, if held.
+        """
+    @property
+    def index(self) -> int:
+        """
+        The slot's number.
+        """
+    @property
+    def path(self) -> pathlib.Path:
+        """
+        The slot's lock file.
+        """
 class OptLevel:
     """
     Optimisation level: -O0 to -O3.

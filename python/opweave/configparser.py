@@ -221,9 +221,18 @@ _OPTIONS = (
         "compile__jobs",
         _parse_count,
         0,
-        "How many compiler processes run at once, at most, across every process that "
-        "uses the compiledir (the units of a large graph compile in parallel). "
-        "0: the number of cores.",
+        "How many compiler processes run at once, at most, across all of your processes "
+        "on this machine, whatever their compiledir (the units of a large graph compile "
+        "in parallel). 0: the number of CPUs this process may use (its CPU affinity, "
+        "limited by a cgroup CPU quota such as docker --cpus).",
+    ),
+    ConfigOption(
+        "compile__slot_dir",
+        str,
+        "",
+        "Where the compile slots (lock files that bound compile__jobs) live; processes "
+        "that share it share the limit. Empty: $XDG_RUNTIME_DIR/opweave, else "
+        "/tmp/opweave-<uid> (each used only if private to you), else the compiledir.",
     ),
     ConfigOption(
         "cmodule__unit_threshold",

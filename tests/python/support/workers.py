@@ -12,6 +12,11 @@ stdout so the parent test can follow what the child did.
   hangs inside the builder (the parent kills it).
 - ``read ROOT SECONDS KEYS...``: looks keys up in a loop and reads their
   payloads; prints counts of hits, misses, vanished and corrupt reads.
+- ``slot ROOT SLOT_DIR JOBS``: takes and frees compile slots of a cache at
+  ROOT (SLOT_DIR ``-``: the default directory) as stdin says, one command a
+  line: ``take`` prints {"waiting": pid} before it waits and {"slot",
+  "path", "at"} once it holds a slot; ``release`` prints {"released": at}.
+  Times are time.monotonic(), which all processes share.
 """
 
 from __future__ import annotations
@@ -95,6 +100,28 @@ def read(root: str, seconds: float, keys: list[str]) -> None:
     emit(**counts)
 
 
+def slot(root: str, slot_dir: str, jobs: int) -> None:
+    # A wait that lasts a second is reported to the "opweave" logger. A
+    # process that compiles through opweave has imported logging already;
+    # import it here too, so that a measure of a waiter's CPU time counts
+    # the wait and not a one-off import of logging.
+    import logging
+
+    logging.getLogger("opweave")
+    cache = _core.ModuleCache(
+        root, compile_jobs=jobs, slot_dir=None if slot_dir == "-" else slot_dir
+    )
+    held: _core.CompileSlot | None = None
+    for line in sys.stdin:
+        if line.strip() == "take":
+            emit(waiting=os.getpid())
+            held = _core.CompileSlot(cache)
+            emit(slot=held.index, path=str(held.path), at=time.monotonic())
+        elif line.strip() == "release" and held is not None:
+            held.release()
+            emit(released=time.monotonic())
+
+
 def main() -> None:
     command, *args = sys.argv[1:]
     if command == "hold-lock":
@@ -105,6 +132,8 @@ def main() -> None:
         build_and_hang(args[0], args[1])
     elif command == "read":
         read(args[0], float(args[1]), args[2:])
+    elif command == "slot":
+        slot(args[0], args[1], int(args[2]))
     else:
         raise SystemExit(f"unknown command {command}")
 

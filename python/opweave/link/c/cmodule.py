@@ -93,10 +93,11 @@ def get_module_cache() -> _core.ModuleCache:
         config.cache__readonly,
         config.cache__shared_dirs,
         config.cache__shared_owner,
+        config.compile__slot_dir,
     )
     cache = _caches.get(settings)
     if cache is None:
-        root, timeout, max_size, jobs, read_only, shared, owner = settings
+        root, timeout, max_size, jobs, read_only, shared, owner, slot_dir = settings
         layers = _readable_layers([*shared, root] if read_only else list(shared), owner)
         if read_only:
             root = _writable_root(root)
@@ -107,6 +108,7 @@ def get_module_cache() -> _core.ModuleCache:
             compile_jobs=jobs,
             shared_roots=layers,
             shared_owner=owner,
+            slot_dir=slot_dir or None,
         )
         if not _caches:
             atexit.register(_flush_counters)

@@ -189,6 +189,19 @@ def test_compile_jobs_reaches_the_cache() -> None:
     assert os.cpu_count()
 
 
+def test_compile_slot_dir_holds_the_slots_of_a_build(tmp_path: Path) -> None:
+    slots = tmp_path / "slots"
+    with opweave.config.change_flags(compile__slot_dir=str(slots), cmodule__unit_threshold=8):
+        assert cmodule.get_module_cache().slot_dir == slots
+        f = function(*kchain(range(1, 30)))
+    assert cmodule.get_module_cache().slot_dir is None
+    args = [values(2), values(2, seed=7)]
+    want = function(*kchain(range(1, 30)), mode=Mode(linker="py"))(*args)
+    np.testing.assert_allclose(f(*args), want, rtol=1e-12)
+    assert list(slots.glob("compile-slot-*.lock"))
+    assert stat.S_IMODE(slots.stat().st_mode) == 0o700
+
+
 def test_get_src_code_shows_a_graph_in_units_as_one_text() -> None:
     inputs, outputs = kchain(range(1, 30))
     with opweave.config.change_flags(cmodule__unit_threshold=8):
