@@ -37,6 +37,9 @@ constexpr const char* k_unit_source = "unit.cpp";
 constexpr const char* k_unit_object = "unit.o";
 constexpr const char* k_unit_depfile = "unit.d";
 constexpr std::size_t k_library_hash_chars = 16;
+// Under a launcher, what stands for the cache root in the name a compile
+// records for its staging directory (see debug_dir_of).
+constexpr const char* k_launcher_root_name = "/opweave";
 // Times a link looks for a unit evicted or damaged since it was built.
 constexpr int k_unit_attempts = 3;
 
@@ -76,8 +79,9 @@ CompileResult compile_with_fallback(const CompileStep& compile, CompileJob& stag
 // Not through a launcher: the path names the cache root, and a launcher
 // hashes it, so no other root (no other machine) would ever hit. Such a
 // compile runs in its staging directory with relative names, its lines are
-// attributed to the relative name, and its diagnostics are pointed at the
-// kept source (rethrow_with_kept_source).
+// attributed to the relative name, which its debug_dir (debug_dir_of)
+// completes, and its diagnostics are pointed at the kept source
+// (rethrow_with_kept_source).
 std::vector<std::string> source_path_flags(const Compiler& compiler,
                                            const std::filesystem::path& source) {
     if (!compiler.identity().launcher.empty()) {
@@ -85,6 +89,24 @@ std::vector<std::string> source_path_flags(const Compiler& compiler,
     }
     const std::string path = source.string();
     return {"-DOPWEAVE_MODULE_SOURCE=\"" + util::c_string_body(path) + "\""};
+}
+
+// The name a compile in a staging directory of the entry at `entry_dir`
+// records for that directory (CompileJob::debug_dir), so that debug
+// information and sanitizer reports name a directory that exists after the
+// build. Without a launcher it is the entry directory itself. A launcher
+// hashes the name, so there it must not contain the cache root, or no other
+// root (no other machine) would hit: it is the entry's path below the
+// root, under k_launcher_root_name, e.g.
+// /opweave/v3/entries/ab/ab12.../module.cpp for the source; replacing
+// /opweave with the cache root that holds the entry gives the file. The
+// key in it is the same in every root.
+std::filesystem::path debug_dir_of(const Compiler& compiler, const ModuleCache& cache,
+                                   const std::filesystem::path& entry_dir) {
+    if (compiler.identity().launcher.empty()) {
+        return entry_dir;
+    }
+    return std::filesystem::path(k_launcher_root_name) / entry_dir.lexically_relative(cache.root());
 }
 
 // `text` with the bare file name `name` (as a compile in its working
@@ -237,6 +259,7 @@ public:
         staged.output = staging / names.output;
         staged.depfile = staging / names.depfile;
         staged.working_dir = staging;
+        staged.debug_dir = debug_dir_of(m_compiler, m_cache, entry_dir);
         const std::vector<std::string> kept =
             source_path_flags(m_compiler, entry_dir / names.source);
         staged.unkeyed_flags = kept;

@@ -10,6 +10,22 @@
 // Unkeyed flags go to the compile step only, right after the job's flags. A
 // precompiled header is one command without the launcher: `-x c++-header`
 // then the header, with the compile step's flags and no link inputs.
+//
+// A job's debug_dir is recorded as its working directory's name without
+// the directory's path ever appearing on the command line: ccache leaves
+// -ffile-prefix-map out of its hash, but sccache hashes every argument, and
+// the path differs with each build. So the commands run with
+// PWD=/proc/self/cwd, which GCC and clang (and ccache) take as the name of
+// the working directory, since it is that directory, and
+// -ffile-prefix-map=/proc/self/cwd=<debug_dir> renames it in debug
+// information and __FILE__. ccache hashes the working directory of a -g
+// compile after applying that map (hash_dir), so it hashes the debug_dir.
+// sccache runs the compiler without PWD: clang gets -fdebug-compilation-dir
+// as well, which names the directory directly; GCC has no such option, so
+// under sccache its debug information names the working directory's path,
+// and with -g its preprocessed output does too, so it misses (as it did
+// before there was a debug_dir). Verified with ccache 4.7, sccache 0.16,
+// g++ 12 and clang++ 14.
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -30,6 +46,9 @@ namespace {
 constexpr double k_version_timeout_seconds = 30.0;
 
 using Step = SystemCompiler::Step;
+
+// A path that names, to whoever opens it, its own working directory (Linux).
+constexpr const char* k_own_working_dir = "/proc/self/cwd";
 
 const char* opt_flag(OptLevel level) {
     switch (level) {
@@ -71,11 +90,31 @@ void append_flags(std::vector<std::string>& command, const CompileJob& job) {
     command.insert(command.end(), job.flags.begin(), job.flags.end());
 }
 
+bool has_debug_dir(const CompileJob& job) {
+    return !job.debug_dir.empty() && !job.working_dir.empty();
+}
+
+// The flags that record job.debug_dir as the working directory (see the
+// top of this file); the commands run with PWD=k_own_working_dir.
+void append_debug_dir_flags(std::vector<std::string>& command, const CompileJob& job,
+                            const CompilerIdentity& identity) {
+    if (!has_debug_dir(job)) {
+        return;
+    }
+    const std::string name = job.debug_dir.string();
+    command.push_back("-ffile-prefix-map=" + std::string(k_own_working_dir) + "=" + name);
+    if (identity.version.find("clang") != std::string::npos) {
+        command.push_back("-fdebug-compilation-dir=" + name);
+    }
+}
+
 // The flags of a compile step: the job's flags, then its unkeyed flags,
-// then the dependency file's.
-void append_compile_flags(std::vector<std::string>& command, const CompileJob& job) {
+// then the debug directory's and the dependency file's.
+void append_compile_flags(std::vector<std::string>& command, const CompileJob& job,
+                          const CompilerIdentity& identity) {
     append_flags(command, job);
     command.insert(command.end(), job.unkeyed_flags.begin(), job.unkeyed_flags.end());
+    append_debug_dir_flags(command, job, identity);
     if (!job.depfile.empty()) {
         command.insert(command.end(), {"-MD", "-MF", named(job, job.depfile)});
     }
@@ -177,7 +216,7 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
     if (m_identity.launcher.empty()) {
         std::vector<std::string> command = {cxx, "-shared"};
         append_code_generation_flags(command, job);
-        append_compile_flags(command, job);
+        append_compile_flags(command, job, m_identity);
         append_prefixed(command, "-I", job.include_dirs);
         command.insert(command.end(), {"-o", named(job, job.output), named(job, job.source)});
         append_link_inputs(command, job);
@@ -195,7 +234,7 @@ std::vector<std::string> SystemCompiler::object_command_line(const CompileJob& j
     std::vector<std::string> command = m_identity.launcher;
     command.insert(command.end(), {m_identity.path, "-c"});
     append_code_generation_flags(command, job);
-    append_compile_flags(command, job);
+    append_compile_flags(command, job, m_identity);
     append_prefixed(command, "-I", job.include_dirs);
     command.insert(command.end(), {"-o", named(job, job.output), named(job, job.source)});
     return command;
@@ -216,7 +255,7 @@ std::vector<std::string> SystemCompiler::link_command_line(
 std::vector<std::string> SystemCompiler::header_command_line(const CompileJob& job) const {
     std::vector<std::string> command = {m_identity.path};
     append_code_generation_flags(command, job);
-    append_compile_flags(command, job);
+    append_compile_flags(command, job, m_identity);
     append_prefixed(command, "-I", job.include_dirs);
     command.insert(command.end(),
                    {"-o", named(job, job.output), "-x", "c++-header", named(job, job.source)});
@@ -258,6 +297,9 @@ CompileResult SystemCompiler::run_commands(const std::vector<std::vector<std::st
     options.monitor = monitor;
     options.die_with_parent = true;
     options.working_dir = job.working_dir.string();
+    if (has_debug_dir(job)) {
+        options.environment.push_back("PWD=" + std::string(k_own_working_dir));
+    }
     CompileResult result;
     result.working_dir = job.working_dir;
     const std::string compiler_name = std::filesystem::path(m_identity.path).filename().string();

@@ -38,6 +38,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -319,8 +320,41 @@ struct Spawned {
     Child child;  // last: destroyed (killed and reaped) before the pipes close
 };
 
+// This process's environment with `overrides` ("NAME=value") in place of
+// the variables they name. Built before the spawn: posix_spawnp takes the
+// final array and runs no code of ours in the child.
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+    std::vector<std::string> result;
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+        const std::string_view variable(*entry);
+        const std::string_view name = variable.substr(0, variable.find('='));
+        const bool replaced =
+            std::any_of(overrides.begin(), overrides.end(), [&](const std::string& next) {
+                return next.size() > name.size() && next.compare(0, name.size(), name) == 0 &&
+                       next[name.size()] == '=';
+            });
+        if (!replaced) {
+            result.emplace_back(variable);
+        }
+    }
+    result.insert(result.end(), overrides.begin(), overrides.end());
+    return result;
+}
+
+// Pointers to `strings`, null-terminated, as argv and envp take them.
+std::vector<char*> c_array(const std::vector<std::string>& strings) {
+    std::vector<char*> pointers;
+    pointers.reserve(strings.size() + 1);
+    for (const std::string& text : strings) {
+        pointers.push_back(const_cast<char*>(text.c_str()));
+    }
+    pointers.push_back(nullptr);
+    return pointers;
+}
+
 std::unique_ptr<Spawned> spawn(const std::vector<std::string>& argv, bool guard,
-                               const std::string& working_dir) {
+                               const std::string& working_dir,
+                               const std::vector<std::string>& environment) {
     int pipe_fds[2] = {-1, -1};
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
         throw_errno("run_process: pipe2 failed", errno);
@@ -363,17 +397,15 @@ std::unique_ptr<Spawned> spawn(const std::vector<std::string>& argv, bool guard,
     configure_attributes(attributes);
 
     const std::vector<std::string> command = guard ? guarded(argv) : argv;
-    std::vector<char*> c_argv;
-    c_argv.reserve(command.size() + 1);
-    for (const std::string& arg : command) {
-        c_argv.push_back(const_cast<char*>(arg.c_str()));
-    }
-    c_argv.push_back(nullptr);
+    const std::vector<char*> c_argv = c_array(command);
+    const std::vector<std::string> env_strings =
+        environment.empty() ? std::vector<std::string>() : child_environment(environment);
+    const std::vector<char*> c_env = c_array(env_strings);
 
     const auto start = Clock::now();
     pid_t pid = -1;
     const int spawn_rc = ::posix_spawnp(&pid, c_argv[0], actions.get(), attributes.get(),
-                                        c_argv.data(), environ);
+                                        c_argv.data(), environment.empty() ? environ : c_env.data());
     if (spawn_rc != 0) {
         // glibc reports exec failures (ENOENT, EACCES, ...) here and has
         // already reaped the failed child itself.
@@ -485,7 +517,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     if (options.die_with_parent) {
         require_runnable(argv.front());
     }
-    const std::unique_ptr<Spawned> spawned = spawn(argv, options.die_with_parent, options.working_dir);
+    const std::unique_ptr<Spawned> spawned = spawn(argv, options.die_with_parent, options.working_dir,
+                                                     options.environment);
     return collect(*spawned, options, argv.front());
 }
 

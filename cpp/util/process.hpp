@@ -37,6 +37,9 @@ struct ProcessOptions {
     // Non-empty: the child runs in this directory (relative names in argv,
     // other than argv[0], are relative to it).
     std::string working_dir;
+    // "NAME=value" entries added to this process's environment for the
+    // child, each replacing any variable of the same name.
+    std::vector<std::string> environment;
 };
 
 // Runs argv[0] (looked up on PATH when it has no slash) with `argv`. Throws

@@ -46,6 +46,14 @@ struct CompileJob {
     // the same compile in another (ccache and sccache then hit across
     // staging directories and machines). Enters no key.
     std::filesystem::path working_dir;
+    // Non-empty (with a working_dir): the name the compile records for its
+    // working directory, in debug information and __FILE__, in place of the
+    // directory's path. A staging directory is gone after the build, and
+    // its path changes with every build and cache root, so a launcher that
+    // saw it would never hit; this name is fixed by the caller. See
+    // system_compiler.cpp for how, and for what GCC under sccache cannot
+    // do. Enters no key.
+    std::filesystem::path debug_dir;
 };
 
 // The compiler that is run, and what changes the binary it produces.

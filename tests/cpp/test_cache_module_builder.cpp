@@ -147,6 +147,23 @@ std::string source_flag(const fs::path& entry_dir) {
     return "-DOPWEAVE_MODULE_SOURCE=\"" + (entry_dir / "module.cpp").string() + "\"";
 }
 
+// Debug information names a directory that exists after the build: the
+// entry's own. Under a launcher, a name without the cache root that
+// /opweave stands for, the same in every root (the launcher hashes it).
+OPWEAVE_TEST(compiles_name_their_working_directory_after_the_entry) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    const BuiltModule direct = build_module(cache, compiler, request_for("int x;", false));
+    CHECK_EQ(compiler.jobs.back().debug_dir, direct.dir);
+
+    compiler.identity().launcher = {"ccache"};
+    const BuiltModule launched = build_module(cache, compiler, request_for("int y;", false));
+    const fs::path name = compiler.jobs.back().debug_dir;
+    CHECK_EQ(name, "/opweave" / launched.dir.lexically_relative(cache.root()));
+    CHECK(compiler.jobs.back().unkeyed_flags.empty());
+}
+
 OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));

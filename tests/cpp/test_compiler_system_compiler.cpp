@@ -724,6 +724,40 @@ OPWEAVE_TEST(launcher_compiles_in_two_steps) {
     CHECK_EQ(call_int_function(job.output, "opweave_answer").value_or(-1), 42);
 }
 
+// A compile with a debug_dir records that name for its working directory,
+// and its command line never names the directory's path (a launcher hashes
+// the command line).
+OPWEAVE_TEST(debug_dir_names_the_working_directory_in_debug_information) {
+    TempDir dir;
+    const fs::path record = dir.path() / "launcher.log";
+    const fs::path launcher = write_script(dir.path() / "recording-launcher",
+                                           "echo \"$PWD $*\" >> '" + record.string() +
+                                               "'\nexec \"$@\"\n");
+    const fs::path work = dir.path() / "staging";
+    fs::create_directories(work);
+    write_file(work / "answer.cpp", k_answer_source);
+
+    CompilerOptions options = real_options();
+    options.launcher = launcher.string();
+    const SystemCompiler compiler(options);
+    CompileJob job;
+    job.source = work / "answer.cpp";
+    job.output = work / "libanswer.so";
+    job.working_dir = work;
+    job.debug_dir = "/opweave/v9/entries/ab/abcdef";
+    job.debug_info = DebugInfo::yes;
+    job.flags = {"-fno-inline"};
+    compiler.compile(job);
+
+    const std::string launched = read_file(record);
+    CHECK(launched.rfind("/proc/self/cwd ", 0) == 0);
+    CHECK(!contains(launched, dir.path().string()));
+    const std::string library = read_file(job.output);
+    CHECK(contains(library, "/opweave/v9/entries/ab/abcdef"));
+    CHECK(!contains(library, work.string()));
+    CHECK(!contains(library, "/proc/self/cwd"));
+}
+
 OPWEAVE_TEST(launcher_compile_error_names_the_compile_step) {
     TempDir dir;
     const fs::path launcher = write_script(dir.path() / "passthrough", "exec \"$@\"\n");

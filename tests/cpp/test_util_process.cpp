@@ -24,6 +24,7 @@
 #include "util/fd.hpp"
 #include "util/process.hpp"
 
+using opweave::util::ProcessOptions;
 using opweave::util::ProcessResult;
 using opweave::util::run_process;
 using opweave_test::TempDir;
@@ -328,6 +329,21 @@ OPWEAVE_TEST(inherits_the_environment) {
     const ProcessResult result = run_process(sh("echo \"$OPWEAVE_TEST_PROCESS_VAR\""), 10.0);
     ::unsetenv("OPWEAVE_TEST_PROCESS_VAR");
     CHECK_EQ(result.output, std::string("hello env\n"));
+}
+
+OPWEAVE_TEST(environment_entries_replace_or_add_variables) {
+    ::setenv("OPWEAVE_TEST_PROCESS_VAR", "inherited", 1);
+    ::setenv("OPWEAVE_TEST_PROCESS_VAR_KEPT", "kept", 1);
+    ProcessOptions options;
+    options.timeout_seconds = 10.0;
+    options.environment = {"OPWEAVE_TEST_PROCESS_VAR=replaced", "OPWEAVE_TEST_ADDED=added"};
+    const ProcessResult result = run_process(
+        sh("echo \"$OPWEAVE_TEST_PROCESS_VAR $OPWEAVE_TEST_PROCESS_VAR_KEPT "
+           "$OPWEAVE_TEST_ADDED\"; env | grep -c '^OPWEAVE_TEST_PROCESS_VAR='"),
+        options);
+    ::unsetenv("OPWEAVE_TEST_PROCESS_VAR");
+    ::unsetenv("OPWEAVE_TEST_PROCESS_VAR_KEPT");
+    CHECK_EQ(result.output, std::string("replaced kept added\n1\n"));
 }
 
 OPWEAVE_TEST(child_leads_its_own_process_group) {

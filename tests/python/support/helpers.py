@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -146,3 +148,21 @@ def seconds_to_interrupt(stderr: str, sent: float) -> float:
     if not caught:
         pytest.fail(f"the worker reported no KeyboardInterrupt:\n{stderr}")
     return float(caught[-1].removeprefix(INTERRUPTED_AT)) - sent
+
+
+def sanitize_env(compiler: str, sanitize: str, flags: str = "") -> dict[str, str]:
+    """The environment of a child that runs modules built with `sanitize`
+    by `compiler` (and OPWEAVE_FLAGS `flags`), from what ``python -m opweave
+    sanitize-env`` prints."""
+    env = {k: v for k, v in os.environ.items() if k != "OPWEAVE_FLAGS"}
+    env["OPWEAVE_FLAGS"] = ",".join(f for f in (f"cxx={compiler}", flags) if f)
+    result = run_command(
+        [sys.executable, "-m", "opweave", "sanitize-env", "--sanitize", sanitize],
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, describe(result)
+    for line in result.stdout.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = shlex.split(value)[0]
+    return env

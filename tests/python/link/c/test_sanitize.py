@@ -5,16 +5,14 @@ Each report must cite a file that exists after the build, at the op's line."""
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support.helpers import describe, run_command
+from support.helpers import run_command, sanitize_env
 
 import opweave
 import opweave.tensor as pt
@@ -24,22 +22,6 @@ WORKER = Path(__file__).parents[2] / "support" / "sanitize_worker.py"
 COMPILERS = [c for c in ("g++", "clang++") if shutil.which(c)]
 
 pytestmark = pytest.mark.slow
-
-
-def sanitize_env(compiler: str, sanitize: str) -> dict[str, str]:
-    """The child's environment, from the command line helper's output."""
-    env = {k: v for k, v in os.environ.items() if k != "OPWEAVE_FLAGS"}
-    env["OPWEAVE_FLAGS"] = f"cxx={compiler}"
-    result = run_command(
-        [sys.executable, "-m", "opweave", "sanitize-env", "--sanitize", sanitize],
-        timeout=120,
-        env=env,
-    )
-    assert result.returncode == 0, describe(result)
-    for line in result.stdout.splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
-        env[name] = shlex.split(value)[0]
-    return env
 
 
 def cited_line(report: str, kind: str) -> tuple[Path, str]:
