@@ -475,8 +475,14 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
             cache::merge_headers(main.headers, found[i]->entry.headers);
         }
     }
+    // Run in the staging directory with relative names, as every compile
+    // is: the linker writes the output's name as given into the library
+    // (its base version in .gnu.version_d), which must not be the staging
+    // path, or the library's content would name a directory that is gone
+    // and differ with each build.
     CompileJob link = m_job;
     link.output = staging / k_staged_library;
+    link.working_dir = staging;
     for (std::string& flag : cache::link_check_flags()) {
         link.flags.push_back(std::move(flag));
     }

@@ -76,3 +76,22 @@ def test_compile_jobs_limits_compilers_across_processes(
         settings = ",".join([f"cxx={slow.path}", *flags])
         report = run_graph(isolated_cache, graph, env={"OPWEAVE_FLAGS": settings})
         assert report["right"] and report["outcomes"] == ["hit"]
+
+
+def test_a_module_linked_from_units_is_the_same_file_in_every_cache_root(
+    tmp_path: Path,
+) -> None:
+    # The link runs in the staging directory with relative names: the
+    # linker writes the output's name into the library (.gnu.version_d),
+    # which named the staging directory when it was given as a path.
+    libraries = []
+    for name in ("a", "b"):
+        report = run_graph(
+            tmp_path / name, "units:3", env={"OPWEAVE_FLAGS": "cmodule__unit_threshold=2"}
+        )
+        messages = [log["message"] for log in report["logs"]]
+        assert report["right"] and any("from 1 units" in m for m in messages), report
+        [library] = (tmp_path / name).glob("v*/entries/*/*/module-*.so")
+        assert str(tmp_path).encode() not in library.read_bytes()
+        libraries.append(library)
+    assert libraries[0].name == libraries[1].name  # named after the content
