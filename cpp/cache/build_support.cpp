@@ -1,9 +1,18 @@
 // opweave core (internal): shared build helpers (see build_support.hpp).
 #include "cache/build_support.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
 #include "cache/header_manifest.hpp"
+#include "cache/layout.hpp"
+#include "cache/module_cache_impl.hpp"
+#include "opweave/errors.hpp"
+#include "opweave/hash.hpp"
 #include "util/fs.hpp"
 
 namespace opweave::cache {
@@ -34,7 +43,36 @@ std::string shell_quoted(const std::string& word) {
     return quoted + "'";
 }
 
+constexpr std::size_t k_tool_hash_chars = 16;
+constexpr unsigned k_tool_mode = 0700;
+
+// Whether `name` in `dir` is a regular file (not a symlink) of this user
+// with exactly k_tool_mode and `content`.
+bool holds(const util::Dir& dir, const std::string& name, const std::string& content) {
+    const std::optional<struct stat> st = dir.stat(name);
+    if (!st || !S_ISREG(st->st_mode) || st->st_uid != ::geteuid() ||
+        (st->st_mode & 07777) != k_tool_mode) {
+        return false;
+    }
+    return dir.read_file(name, content.size() + 1) == content;
+}
+
 }  // namespace
+
+// Named after its content, so that processes with different compilers
+// sharing a cache each have their own, and a script never changes under a
+// compile that runs it.
+std::filesystem::path launcher_wrapper_file(const ModuleCache& cache, const std::string& script) {
+    const std::string name =
+        "cxx-" + to_hex(Sha256::of(script)).substr(0, k_tool_hash_chars);
+    const Places places = open_places(cache.root(), nullptr, ancestor_owners(cache.options()));
+    const util::Dir tools = require_layout_dir(places.version, k_tools_dir, nullptr);
+    if (!holds(tools, name, script) && !tools.write_file(name, script, k_tool_mode)) {
+        const std::filesystem::path path = tools.path_of(name);
+        throw CacheError("cannot write " + path.string() + ": " + std::strerror(errno), path);
+    }
+    return tools.path_of(name);
+}
 
 std::string join_words(const std::vector<std::string>& words) {
     std::string text;

@@ -33,6 +33,13 @@ std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const Modul
                                            const CompileJob& staged,
                                            std::int64_t compile_start_ns);
 
+// The file of `cache` that holds `script`, a CompilerIdentity::launcher_wrapper:
+// <root>/v2/tools/cxx-<16 hex of its SHA-256>, written (atomically, mode
+// 0700, never through a symlink) unless it is already there as a file of
+// this user with exactly that mode and content. Throws CacheError if it
+// cannot be written.
+std::filesystem::path launcher_wrapper_file(const ModuleCache& cache, const std::string& script);
+
 // The words joined by single spaces.
 std::string join_words(const std::vector<std::string>& words);
 

@@ -109,6 +109,17 @@ std::filesystem::path debug_dir_of(const Compiler& compiler, const ModuleCache& 
     return std::filesystem::path(k_launcher_root_name) / entry_dir.lexically_relative(cache.root());
 }
 
+// The program a compile under the launcher runs in place of the compiler,
+// when the compiler needs one to record its debug_dir (GCC under sccache:
+// see CompilerIdentity::launcher_wrapper); else empty.
+std::filesystem::path launched_compiler_of(const Compiler& compiler, const ModuleCache& cache) {
+    const CompilerIdentity& identity = compiler.identity();
+    if (identity.launcher.empty() || identity.launcher_wrapper.empty()) {
+        return {};
+    }
+    return cache::launcher_wrapper_file(cache, identity.launcher_wrapper);
+}
+
 // `text` with the bare file name `name` (as a compile in its working
 // directory names its source) replaced by `to` where it starts a word.
 std::string replace_bare_name(std::string text, const std::string& name, const std::string& to) {
@@ -260,6 +271,7 @@ public:
         staged.depfile = staging / names.depfile;
         staged.working_dir = staging;
         staged.debug_dir = debug_dir_of(m_compiler, m_cache, entry_dir);
+        staged.launched_compiler = launched_compiler_of(m_compiler, m_cache);
         const std::vector<std::string> kept =
             source_path_flags(m_compiler, entry_dir / names.source);
         staged.unkeyed_flags = kept;

@@ -20,12 +20,23 @@
 // -ffile-prefix-map=/proc/self/cwd=<debug_dir> renames it in debug
 // information and __FILE__. ccache hashes the working directory of a -g
 // compile after applying that map (hash_dir), so it hashes the debug_dir.
-// sccache runs the compiler without PWD: clang gets -fdebug-compilation-dir
-// as well, which names the directory directly; GCC has no such option, so
-// under sccache its debug information names the working directory's path,
-// and with -g its preprocessed output does too, so it misses (as it did
-// before there was a debug_dir). Verified with ccache 4.7, sccache 0.16,
-// g++ 12 and clang++ 14.
+// sccache runs the compiler without PWD (its client drops PWD from the
+// environment it forwards): clang gets -fdebug-compilation-dir as well,
+// which names the directory directly. GCC has no such option; without PWD
+// it names the working directory's real path in its debug information and,
+// with -g, in its preprocessed output, which sccache hashes, so no other
+// root would hit. So under sccache, GCC is run through a wrapper script
+// (CompilerIdentity::launcher_wrapper, which the cache writes into
+// <root>/v2/tools/ and names as CompileJob::launched_compiler) that sets
+// PWD=/proc/self/cwd and execs the compiler: sccache passes the environment
+// on to its "compiler" otherwise intact. The script names only the
+// compiler's absolute path, version and digest, so sccache, which hashes
+// the compiler file's content (not its path), sees the same compiler in
+// every root and on every machine with the same compiler at that path. (sccache's SCCACHE_BASEDIRS
+// would make the hash ignore the root, but the object served would still
+// name the root that compiled it first.) Verified with ccache 4.7,
+// sccache 0.16, g++ 12 and clang++ 14.
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -35,6 +46,7 @@
 #include "compiler/compiler_lookup.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/errors.hpp"
+#include "opweave/hash.hpp"
 #include "util/process.hpp"
 
 namespace opweave {
@@ -94,6 +106,50 @@ bool has_debug_dir(const CompileJob& job) {
     return !job.debug_dir.empty() && !job.working_dir.empty();
 }
 
+bool is_clang(const CompilerIdentity& identity) {
+    return identity.version.find("clang") != std::string::npos;
+}
+
+// `word` in single quotes, for a POSIX shell.
+std::string single_quoted(const std::string& word) {
+    std::string quoted = "'";
+    for (const char c : word) {
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return quoted + "'";
+}
+
+// The SHA-256 (hex) of the file at `path`; empty if it cannot be read.
+std::string file_sha256(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    Sha256 hash;
+    std::vector<char> buffer(1 << 16);
+    while (in) {
+        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        hash.update(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    }
+    return in.eof() ? to_hex(hash.finish()) : std::string();
+}
+
+// The script GCC runs through under sccache (see the top of this file), or
+// nothing. sccache hashes this file in place of the compiler, so it must not
+// depend on where it is written, and it must change when the compiler does:
+// it names the compiler's path, the first line of its version and the
+// SHA-256 of its file (what sccache would have hashed).
+std::string launcher_wrapper_of(const CompilerIdentity& identity) {
+    if (identity.launcher.empty() || is_clang(identity) ||
+        std::filesystem::path(identity.launcher.front()).filename() != "sccache") {
+        return {};
+    }
+    const std::string version = identity.version.substr(0, identity.version.find('\n'));
+    return "#!/bin/sh\n"
+           "# Written by opweave: sccache does not pass PWD on to the compiler.\n"
+           "# " + version + ", sha256 " + file_sha256(identity.path) + "\n"
+           "PWD=" + std::string(k_own_working_dir) + "\n"
+           "export PWD\n"
+           "exec " + single_quoted(identity.path) + " \"$@\"\n";
+}
+
 // The flags that record job.debug_dir as the working directory (see the
 // top of this file); the commands run with PWD=k_own_working_dir.
 void append_debug_dir_flags(std::vector<std::string>& command, const CompileJob& job,
@@ -103,7 +159,7 @@ void append_debug_dir_flags(std::vector<std::string>& command, const CompileJob&
     }
     const std::string name = job.debug_dir.string();
     command.push_back("-ffile-prefix-map=" + std::string(k_own_working_dir) + "=" + name);
-    if (identity.version.find("clang") != std::string::npos) {
+    if (is_clang(identity)) {
         command.push_back("-fdebug-compilation-dir=" + name);
     }
 }
@@ -209,6 +265,7 @@ SystemCompiler::SystemCompiler(CompilerOptions options) : m_options(std::move(op
                     "; is it a working C++ compiler? Output:\n" + version.output);
     }
     m_identity.version = std::move(version.output);
+    m_identity.launcher_wrapper = launcher_wrapper_of(m_identity);
 }
 
 std::vector<std::vector<std::string>> SystemCompiler::command_lines(const CompileJob& job) const {
@@ -232,7 +289,9 @@ std::vector<std::vector<std::string>> SystemCompiler::command_lines(const Compil
 
 std::vector<std::string> SystemCompiler::object_command_line(const CompileJob& job) const {
     std::vector<std::string> command = m_identity.launcher;
-    command.insert(command.end(), {m_identity.path, "-c"});
+    const bool wrapped = !command.empty() && !job.launched_compiler.empty();
+    command.insert(command.end(),
+                   {wrapped ? job.launched_compiler.string() : m_identity.path, "-c"});
     append_code_generation_flags(command, job);
     append_compile_flags(command, job, m_identity);
     append_prefixed(command, "-I", job.include_dirs);

@@ -51,9 +51,12 @@ struct CompileJob {
     // directory's path. A staging directory is gone after the build, and
     // its path changes with every build and cache root, so a launcher that
     // saw it would never hit; this name is fixed by the caller. See
-    // system_compiler.cpp for how, and for what GCC under sccache cannot
-    // do. Enters no key.
+    // system_compiler.cpp for how. Enters no key.
     std::filesystem::path debug_dir;
+    // Non-empty (with a launcher): the program the launcher runs in place of
+    // the compiler, a file holding CompilerIdentity::launcher_wrapper. Enters
+    // no key.
+    std::filesystem::path launched_compiler;
 };
 
 // The compiler that is run, and what changes the binary it produces.
@@ -63,6 +66,14 @@ struct CompilerIdentity {
     // e.g. {"/usr/bin/ccache"}; empty when none. A launcher caches or
     // distributes compiles; it does not change what they produce.
     std::vector<std::string> launcher;
+    // Non-empty: a shell script that a compile with a debug_dir must give
+    // the launcher in place of the compiler (CompileJob::launched_compiler),
+    // because the launcher alone cannot record the debug_dir (GCC under
+    // sccache; see system_compiler.cpp). The caller writes it to a file it
+    // owns. It only runs the compiler at `path`; it is not in key_material.
+    // sccache hashes it in place of the compiler, so it holds the first
+    // line of `version` and the SHA-256 of the compiler's file.
+    std::string launcher_wrapper;
 
     // A stable text form of the path and the version (not the launcher),
     // for cache keys.

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,6 +164,58 @@ OPWEAVE_TEST(compiles_name_their_working_directory_after_the_entry) {
     const fs::path name = compiler.jobs.back().debug_dir;
     CHECK_EQ(name, "/opweave" / launched.dir.lexically_relative(cache.root()));
     CHECK(compiler.jobs.back().unkeyed_flags.empty());
+}
+
+// A compiler whose launcher needs a wrapper (GCC under sccache) gets it as a
+// file of the cache, kept as written: a regular file of mode 0700.
+OPWEAVE_TEST(a_launcher_wrapper_is_written_into_the_cache_tools) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    compiler.identity().launcher = {"sccache"};
+    compiler.identity().launcher_wrapper = "#!/bin/sh\nexec /usr/bin/g++ \"$@\"\n";
+    build_module(cache, compiler, request_for("int x;", false));
+    const fs::path wrapper = compiler.jobs.back().launched_compiler;
+    CHECK_EQ(wrapper.parent_path(), cache.root() / "v2" / "tools");
+    const auto content = [](const fs::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const auto mode = [](const fs::path& path) {
+        struct stat st {};
+        CHECK_EQ(::lstat(path.c_str(), &st), 0);
+        return S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0u;
+    };
+    CHECK_EQ(content(wrapper), compiler.identity().launcher_wrapper);
+    CHECK_EQ(mode(wrapper), 0700u);
+
+    // Altered, loosened or replaced by a symlink, it is written afresh (the
+    // symlink's target is left alone).
+    const fs::path target = dir / "target";
+    std::ofstream(target) << "elsewhere";
+    const std::vector<std::function<void()>> damage = {
+        [&] { std::ofstream(wrapper) << "#!/bin/sh\nexit 0\n"; },
+        [&] { fs::permissions(wrapper, fs::perms(0755)); },
+        [&] {
+            fs::remove(wrapper);
+            fs::create_symlink(target, wrapper);
+        },
+    };
+    int n = 0;
+    for (const auto& harm : damage) {
+        harm();
+        const std::string source = "int y" + std::to_string(n++) + ";";
+        build_module(cache, compiler, request_for(source, false));
+        CHECK_EQ(compiler.jobs.back().launched_compiler, wrapper);
+        CHECK_EQ(content(wrapper), compiler.identity().launcher_wrapper);
+        CHECK_EQ(mode(wrapper), 0700u);
+    }
+    CHECK_EQ(content(target), std::string("elsewhere"));
+
+    // Without a wrapper (ccache, clang), the compiler is run itself.
+    compiler.identity().launcher_wrapper.clear();
+    build_module(cache, compiler, request_for("int z;", false));
+    CHECK(compiler.jobs.back().launched_compiler.empty());
 }
 
 OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {

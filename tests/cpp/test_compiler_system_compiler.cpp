@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "temp_dir.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/errors.hpp"
+#include "opweave/hash.hpp"
 
 namespace fs = std::filesystem;
 using opweave::CompileError;
@@ -530,6 +532,74 @@ OPWEAVE_TEST(object_and_link_command_lines_of_units) {
     const Command expected_link = {cxx,        "-shared", "-fPIC", "-std=c++17", "-o",
                                    "/out/mod.so", "/a.o",    "/b.o",  "-lm"};
     CHECK_EQ(join(compiler.link_command_line(job, {"/a.o", "/b.o"})), join(expected_link));
+}
+
+// The output of the shell command `command`.
+std::string shell_output(const std::string& command) {
+    std::string output;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        char buffer[256];
+        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+            output.append(buffer, n);
+        }
+        ::pclose(pipe);
+    }
+    return output;
+}
+
+// GCC under sccache compiles through a script that gives it PWD (sccache
+// drops it), named by the job; clang, and other launchers, need none.
+OPWEAVE_TEST(gcc_under_sccache_runs_through_the_launcher_wrapper) {
+    TempDir dir;
+    const std::string cxx =
+        write_fake_compiler(dir.path() / "o'cxx", "echo \"$PWD $*\"\n").string();
+    const std::string sccache = write_script(dir.path() / "sccache", "exec \"$@\"\n").string();
+    CompilerOptions options;
+    options.cxx = cxx;
+    options.launcher = sccache;
+    const SystemCompiler compiler(options);
+    const std::string& script = compiler.identity().launcher_wrapper;
+    // It changes with the compiler, whose file sccache no longer hashes.
+    const std::string digest = opweave::to_hex(opweave::Sha256::of(read_file(cxx)));
+    CHECK_EQ(script, "#!/bin/sh\n"
+                     "# Written by opweave: sccache does not pass PWD on to the compiler.\n"
+                     "# fakecxx 1.0, sha256 " + digest + "\n"
+                     "PWD=/proc/self/cwd\nexport PWD\nexec '" +
+                         dir.path().string() + "/o'\\''cxx' \"$@\"\n");
+
+    // The script runs the compiler with PWD naming its working directory.
+    const fs::path wrapper = write_script(dir.path() / "wrapper", script.substr(10));  // no #!
+    CHECK_EQ(shell_output("cd '" + dir.path().string() + "' && env -u PWD '" +
+                          wrapper.string() + "' -c 'a b'"),
+             std::string("/proc/self/cwd -c a b\n"));
+
+    CompileJob job;
+    job.source = "/src/unit.cpp";
+    job.output = "/out/unit.o";
+    const Command plain = {sccache, cxx, "-c", "-fPIC", "-fvisibility=hidden",
+                           "-O2", "-o", "/out/unit.o", "/src/unit.cpp"};
+    CHECK_EQ(join(compiler.object_command_line(job)), join(plain));
+    job.launched_compiler = "/cache/v2/tools/cxx-0123456789abcdef";
+    Command wrapped = plain;
+    wrapped.at(1) = job.launched_compiler.string();
+    CHECK_EQ(join(compiler.object_command_line(job)), join(wrapped));
+    CHECK_EQ(compiler.command_lines(job).at(0).at(1), job.launched_compiler.string());
+    // The link runs the compiler itself, without the launcher.
+    CHECK_EQ(compiler.link_command_line(job, {"/a.o"}).at(0), cxx);
+
+    options.cxx = write_script(dir.path() / "clangcxx",
+                               "if [ \"$1\" = --version ]; then echo 'clang version 14'; fi\n")
+                      .string();
+    CHECK(SystemCompiler(options).identity().launcher_wrapper.empty());
+    options.cxx = cxx;
+    options.launcher = write_script(dir.path() / "ccache", "exec \"$@\"\n").string();
+    const SystemCompiler under_ccache(options);
+    CHECK(under_ccache.identity().launcher_wrapper.empty());
+    // Without a launcher there is nothing to run it through.
+    options.launcher.clear();
+    const SystemCompiler alone(options);
+    CHECK(alone.identity().launcher_wrapper.empty());
+    CHECK_EQ(alone.command_lines(job).at(0).at(0), cxx);
 }
 
 OPWEAVE_TEST(unkeyed_flags_go_to_the_compile_step_only) {

