@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import opweave
 from opweave.examples.double_ops import BinaryDoubleOp, add, div, double, mul, sub
 from opweave.examples.vector_times_scalar import VectorTimesScalar
 from opweave.examples.vector_times_vector import VectorTimesVector
+
+import opweave
 from opweave.tensor import dscalar, dvector, tensor
 
 MODES = ("C", "py")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from opweave.examples.double_ops import Double, double
 
 import opweave
 import opweave.scalar as ps
@@ -19,7 +20,6 @@ from opweave.compile.ops import (
     register_view_op_c_code,
     view_op,
 )
-from opweave.examples.double_ops import Double, double
 from opweave.graph.basic import Apply
 from opweave.link.c.basic import MissingCCode
 from opweave.link.c.cmodule import get_module_cache

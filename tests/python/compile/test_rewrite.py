@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opweave.examples.double_ops import add, double
 from support.ops import TwoWays
 
 import opweave
 from opweave.compile.ops import DeepCopyOp
-from opweave.examples.double_ops import add, double
 from opweave.graph.basic import Apply, Constant
 from opweave.graph.op import Op
 from opweave.tensor import constant, dvector
@@ -167,8 +167,9 @@ def test_views_of_inputs_and_of_each_other_are_copied(mode: str) -> None:
 
 
 def test_a_view_of_an_intermediate_is_not_recycled_in_c_mode() -> None:
-    from opweave.compile.ops import view_op
     from opweave.examples.vector_times_vector import VectorTimesVector
+
+    from opweave.compile.ops import view_op
 
     x, y = dvector("x"), dvector("y")
     # VectorTimesVector would reuse its output array between calls in the

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opweave.examples.quadratic import Quadratic, QuadraticExternal
 from support.helpers import compiled_modules
 
 import opweave
-from opweave.examples.quadratic import Quadratic, QuadraticExternal
 from opweave.tensor import dmatrix
 
 

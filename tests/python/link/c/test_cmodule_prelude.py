@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opweave.examples.double_ops import add, double, mul, sub
 from support.dot_module import DEMO_MODULE_NAME, DEMO_SOURCE
 from support.helpers import describe, run_command
 
 from opweave import _core, config
-from opweave.examples.double_ops import add, double, mul, sub
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
 from opweave.link.c.basic import CLinker, CompiledGraph
@@ -49,6 +49,7 @@ def double_graph(op: Any = add) -> FunctionGraph:
 def vector_graph(nodes: int = 1) -> FunctionGraph:
     """A chain of ``nodes`` VectorTimesVector ops: a module with NumPy's headers."""
     from opweave.examples.vector_times_vector import VectorTimesVector
+
     from opweave.tensor import dvector
 
     x, y = dvector("x"), dvector("y")
@@ -147,9 +148,9 @@ def test_new_module_compiles_with_the_prelude(
 
 def test_functions_compiled_with_the_prelude_compute_the_same(isolated_cache: Path) -> None:
     import numpy as np
+    from opweave.examples.vector_times_vector import VectorTimesVector
 
     import opweave
-    from opweave.examples.vector_times_vector import VectorTimesVector
     from opweave.tensor import dvector
 
     compile_graph(vector_graph(3))

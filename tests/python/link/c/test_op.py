@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opweave.examples.external_vector_times_vector import VectorTimesVector
 
 import opweave
 from opweave.errors import CompileError
-from opweave.examples.external_vector_times_vector import VectorTimesVector
 from opweave.graph.basic import Apply
 from opweave.link.c.op import ExternalCOp
 from opweave.link.c.sections import parse_sections

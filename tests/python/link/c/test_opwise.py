@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opweave.examples.vector_times_scalar import VectorTimesScalar
+from opweave.examples.vector_times_vector import VectorTimesVector
 from support.helpers import compiled_modules
 from support.ops import TwoWays
 
 import opweave
 from opweave.compile.mode import Mode
-from opweave.examples.vector_times_scalar import VectorTimesScalar
-from opweave.examples.vector_times_vector import VectorTimesVector
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
 from opweave.link.c.basic import MissingCCode
