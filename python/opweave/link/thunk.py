@@ -13,7 +13,7 @@ here runs that Function: the one path :func:`opweave.function` takes too.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from opweave.graph.basic import Apply, Variable
@@ -70,7 +70,7 @@ class Thunk:
 
     def __init__(
         self,
-        function: Callable[..., Sequence[Any]],
+        function: Any,
         inputs: list[Container],
         outputs: list[Container],
         nodes: list[Apply],
@@ -115,7 +115,7 @@ class _CThunk(Thunk):
 
 
 def thunk_of(
-    function: Callable[..., Sequence[Any]],
+    function: Any,
     fgraph: FunctionGraph,
     nodes: Sequence[Apply],
     input_storage: Sequence[list[Any]] | None,

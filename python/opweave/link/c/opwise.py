@@ -82,7 +82,9 @@ class OpWiseCLinker(Linker):
         runner = NodeRunner(fgraph, binding, single, steps)
         fn = _core.Function(impl=runner.run, unpack_single=single)
         # The compiled regions' steps run their Functions (which have compile_seconds).
-        fn.compiled_parts = [s.run for s in steps if hasattr(s.run, "compile_seconds")]
+        fn.compiled_parts = [
+            cast(_core.Function, s.run) for s in steps if hasattr(s.run, "compile_seconds")
+        ]
         # Per node: "hit", "built" or "built_by_other" for compiled code (its
         # region's module), None for a node that runs perform.
         fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
