@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from opweave.compile._debug_errors import (
+from opweave.compile._debug_prealloc import offered_outputs
+from opweave.compile._debug_refcount import call_counted, check_blocks
+from opweave.graph.basic import Apply
+from opweave.link._debug_errors import (
     BadDestroyMap,
     BadThunkOutput,
     BadViewMap,
@@ -25,9 +28,6 @@ from opweave.compile._debug_errors import (
     InvalidValueError,
     describe_node,
 )
-from opweave.compile._debug_prealloc import offered_outputs
-from opweave.compile._debug_refcount import call_counted, check_blocks
-from opweave.graph.basic import Apply
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.c.spec import MissingCCode

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opweave.compile._debug_errors import BadRefcount
+from opweave.link._debug_errors import BadRefcount
 
 __all__ = ["call_counted", "check_blocks", "has_real_refcount"]
 

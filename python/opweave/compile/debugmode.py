@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from opweave.compile._debug_errors import (
+from opweave.compile._debug_prealloc import KINDS, parse_kinds
+from opweave.compile.mode import Mode
+from opweave.graph.fg import FunctionGraph
+from opweave.link._debug_errors import (
     BadDestroyMap,
     BadRefcount,
     BadThunkOutput,
@@ -31,10 +34,8 @@ from opweave.compile._debug_errors import (
     DebugModeError,
     InvalidValueError,
 )
-from opweave.compile._debug_prealloc import KINDS, parse_kinds
-from opweave.compile.mode import Mode
-from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding
+from opweave.link.thunk import Linker
 
 __all__ = [
     "KINDS",
@@ -42,6 +43,7 @@ __all__ = [
     "BadRefcount",
     "BadThunkOutput",
     "BadViewMap",
+    "DebugLinker",
     "DebugMode",
     "DebugModeError",
     "InvalidValueError",
@@ -82,7 +84,7 @@ class DebugMode(Mode):
         linker: Any = None,
         check_refcounts: bool | None = None,
     ) -> None:
-        self.linker = "debug"
+        self.linker = DebugLinker(self)
         self.optimizer = optimizer
         self.stability_patience = stability_patience
         self.require_matching_strides = require_matching_strides
@@ -93,6 +95,11 @@ class DebugMode(Mode):
         self.check_isfinite = _flag(check_isfinite, True)
         self.check_refcounts = _flag(check_refcounts, True)
         self.check_preallocated_output = parse_kinds(check_preallocated_output)
+
+    @property
+    def linker_name(self) -> str:
+        """``"debug"``."""
+        return "debug"
 
     def _options(self) -> tuple[Any, ...]:
         return (
@@ -119,6 +126,23 @@ class DebugMode(Mode):
         )
 
 
+class DebugLinker(Linker):
+    """DebugMode's linker: the graph node by node, each node checked by
+    :func:`debug_function` under the options of ``mode``. Graphs are
+    prepared (folded, protected) as for the per-node linker."""
+
+    kind = "c|py"
+
+    def __init__(self, mode: DebugMode, schedule: Any = None) -> None:
+        self.fgraph = None
+        self.mode = mode
+        self.schedule = schedule
+
+    def make_function(self, binding: InputBinding, single: bool) -> Any:
+        """The checking loop of the bound graph (see :func:`debug_function`)."""
+        return debug_function(self.bound_graph(), binding, single, self.mode)
+
+
 def debug_function(
     fgraph: FunctionGraph, binding: InputBinding, single: bool, mode: DebugMode
 ) -> Any:
@@ -126,8 +150,7 @@ def debug_function(
     nodes, each one checked by a :class:`~opweave.compile._debug_node.NodeCheck`."""
     from opweave import _core
     from opweave.compile._debug_node import NodeCheck
-    from opweave.compile.runner import NodeRunner
-    from opweave.link.basic import node_steps
+    from opweave.link.runner import NodeRunner, node_steps
 
     nodes = fgraph.toposort()
     read = {id(v) for node in nodes for v in node.inputs}  # by a node, not as an output

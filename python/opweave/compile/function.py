@@ -12,17 +12,18 @@ import copy
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from opweave import _core
 from opweave.compile.mode import Mode, get_mode
 from opweave.compile.rewrite import prepare
-from opweave.graph.basic import Apply, Variable
+from opweave.graph.basic import Variable
 from opweave.graph.destroy import infer_reuse_pattern
 from opweave.graph.fg import FunctionGraph
-from opweave.link.callable import InputBinding, compiled_function
+from opweave.link.callable import InputBinding
+from opweave.link.thunk import Linker
 
-__all__ = ["Function", "compile_profile", "describe_profile", "function", "graph_function"]
+__all__ = ["Function", "compile_profile", "describe_profile", "function"]
 
 _log = logging.getLogger(__name__)
 
@@ -63,48 +64,59 @@ def function(
     # Here, not at the top: importing opweave stays cheap (shared variables
     # bring in the tensor types).
     from opweave.compile._function_args import function_args
-    from opweave.compile._stateful import FunctionMaker, FunctionRecipe, stateful_function
+    from opweave.compile._stateful import stateful_function
 
     if kwargs:
         raise TypeError(f"function() got unexpected arguments: {', '.join(kwargs)}")
     args = function_args(inputs, outputs, updates, givens, on_unused_input)
     chosen = get_mode(mode)
-    fgraph = FunctionGraph(
-        [*args.inputs, *args.shared], [*args.outputs, *(e for _, e in args.updates)]
-    )
-    if chosen.is_default and not _all_in_c(fgraph):  # the default mode is C
-        chosen = Mode("c|py", chosen.optimizer)  # as PyTensor's default mode would
-    stateful = bool(args.shared)
-    single = args.single and not stateful
-    # DebugMode runs nodes like the per-node linker, and folds like it.
-    linker = "c|py" if chosen.linker == "debug" else chosen.linker
-    prepared = prepare(fgraph, linker, chosen.folds_constants, args.mutable)
-    if any(a is not b for a, b in zip(prepared.outputs, fgraph.outputs, strict=True)):
-        fgraph = FunctionGraph(list(fgraph.inputs), prepared.outputs)
-    # What the linkers empty at every call: the results returned are the caller's.
-    no_recycling = infer_reuse_pattern(fgraph, fgraph.outputs)
+    linker, copied, chosen = _linked_graph(args, chosen)
+    fgraph = linker.bound_graph()
     graph_seconds = time.perf_counter() - start
     label = f"function {name!r}" if name else "function"
-    bound = InputBinding(fgraph.inputs, label, allow_input_downcast)
-    if chosen.linker == "debug":
-        from opweave.compile.debugmode import debug_function
-
-        fn = debug_function(fgraph, bound, single, chosen)  # type: ignore[arg-type]
-    elif chosen.linker != "c":
-        fn = _node_function(fgraph, bound, single, chosen.linker, no_recycling=no_recycling)
-    elif prepared.copy_in_python:
-        inner = _compiled_function(fgraph, bound, False, no_recycling=no_recycling)
-        inner.trust_input = trust_input
-        fn = _copying_function(inner, single, prepared.copy_in_python)
-    else:
-        fn = _compiled_function(fgraph, bound, single, no_recycling=no_recycling)
-    if stateful:
+    single = args.single and not args.shared
+    thunk, _, _ = linker.make_thunk(
+        binding=InputBinding(fgraph.inputs, label, allow_input_downcast),
+        unpack_single=single and not copied,
+    )
+    fn = thunk.function if not copied else _copying_function(thunk.function, single, copied)
+    if args.shared:
         fn.trust_input = trust_input
         explicit = InputBinding(args.inputs, label, allow_input_downcast)
         fn = stateful_function(fn, explicit, args)
     fn.compile_profile = compile_profile(fn, graph_seconds, time.perf_counter() - start)
     if fn.compile_profile["compiled"]:  # a hit stays quiet
         _log.info("%s ready in %s", label, describe_profile(fn.compile_profile))
+    _describe(fn, fgraph, chosen, args, (inputs, mode, name, trust_input, allow_input_downcast))
+    return fn
+
+
+def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, list[int], Mode]:
+    """The linker of ``chosen`` bound to the graph of ``args``, prepared
+    for it (folded, protected); the output positions still to copy in
+    Python (see :mod:`opweave.compile.rewrite`); and the mode the function
+    runs in (the default mode's C linker gives way to ``c|py`` for a graph
+    with nodes that have no C code)."""
+    fgraph = FunctionGraph(
+        [*args.inputs, *args.shared], [*args.outputs, *(e for _, e in args.updates)]
+    )
+    linker = chosen.linker.for_graph(fgraph)
+    if type(linker) is not type(chosen.linker):
+        chosen = Mode(linker.for_graph(fgraph), chosen.optimizer)
+    prepared = prepare(fgraph, linker.kind, chosen.folds_constants, args.mutable)
+    if any(a is not b for a, b in zip(prepared.outputs, fgraph.outputs, strict=True)):
+        fgraph = FunctionGraph(list(fgraph.inputs), prepared.outputs)
+    # What the linkers empty at every call: the results returned are the caller's.
+    no_recycling = infer_reuse_pattern(fgraph, fgraph.outputs)
+    return linker.accept(fgraph, no_recycling=no_recycling), prepared.copy_in_python, chosen
+
+
+def _describe(fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tuple) -> None:
+    """Sets what a Function shows of how it was made (PyTensor's
+    attributes, and the recipe that pickling replays)."""
+    from opweave.compile._stateful import FunctionMaker, FunctionRecipe
+
+    inputs, mode, name, trust_input, allow_input_downcast = call
     fn.trust_input = trust_input
     fn.name = name
     fn.fgraph = fgraph
@@ -121,13 +133,6 @@ def function(
         allow_input_downcast,
         args.updates,
     )
-    return fn
-
-
-def _all_in_c(fgraph: FunctionGraph) -> bool:
-    from opweave.link.c.opwise import can_run_in_c
-
-    return all(can_run_in_c(node) for node in fgraph.apply_nodes)
 
 
 _PHASES = ("graph", "hooks", "assembly", "lookup", "compile", "load")
@@ -209,79 +214,3 @@ _COMPILED_ATTRIBUTES = (
     "whole_because",
     "compiled_parts",
 )
-
-
-def _node_function(
-    fgraph: FunctionGraph,
-    bound: InputBinding,
-    single: bool,
-    linker: str,
-    order: Sequence[Apply] | None = None,
-    no_recycling: Sequence[Variable] = (),
-) -> Any:
-    """``perform`` everywhere (``"py"``), or C where nodes have C code
-    (``"c|py"``: a graph whose nodes all do is compiled as in C mode), the
-    nodes in ``order`` (default: ``fgraph.toposort()``). Values pass between
-    steps in the loop's local variables, fresh at every call; only the
-    compiled regions keep storage, ``no_recycling`` excepted."""
-    from opweave.compile.runner import NodeRunner
-    from opweave.errors import CompileError
-    from opweave.link.basic import PerformLinker, node_steps
-    from opweave.link.c.opwise import can_run_in_c, region_steps
-    from opweave.link.c.spec import MissingCCode
-
-    nodes = fgraph.toposort() if order is None else list(order)
-    if linker == "py":
-        perform = PerformLinker()
-        steps = node_steps(nodes, [perform.node_thunk(n, k) for k, n in enumerate(nodes)])
-    else:
-        if all(can_run_in_c(node) for node in nodes):
-            try:
-                fn = _compiled_function(fgraph, bound, single, nodes, no_recycling)
-            except (MissingCCode, CompileError):
-                pass  # the regions find what runs in C, or raise a node's error
-            else:
-                fn.node_outcomes = [fn.cache_outcome] * len(nodes)
-                return fn
-        steps = region_steps(fgraph, bound.label, nodes, no_recycling)
-    fn = _core.Function(impl=NodeRunner(fgraph, bound, single, steps).run, unpack_single=single)
-    # The compiled regions' steps run their Functions (which have compile_seconds).
-    fn.compiled_parts = [
-        cast(_core.Function, s.run) for s in steps if hasattr(s.run, "compile_seconds")
-    ]
-    # Per node: "hit", "built" or "built_by_other" for compiled code (its
-    # region's module), None for a node that runs perform.
-    fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
-    return fn
-
-
-def graph_function(
-    fgraph: FunctionGraph,
-    linker: str,
-    label: str,
-    order: Sequence[Apply] | None = None,
-    no_recycling: Sequence[Variable] = (),
-) -> Any:
-    """``fgraph`` as a Function of its input values returning the list of
-    its outputs, linked by ``linker`` (``"c"``, ``"c|py"`` or ``"py"``) with
-    no rewrite, its nodes in ``order`` (default: ``fgraph.toposort()``) and
-    ``no_recycling`` emptied at every call: what the linkers' ``make_thunk``
-    run."""
-    bound = InputBinding(fgraph.inputs, label)
-    if linker == "c":
-        return _compiled_function(fgraph, bound, False, order, no_recycling)
-    return _node_function(fgraph, bound, False, linker, order, no_recycling)
-
-
-def _compiled_function(
-    fgraph: FunctionGraph,
-    bound: InputBinding,
-    single: bool,
-    order: Sequence[Apply] | None = None,
-    no_recycling: Sequence[Variable] = (),
-) -> Any:
-    from opweave.link.c.basic import CLinker
-
-    schedule = None if order is None else (lambda _: order)
-    linker = CLinker(schedule).accept(fgraph, no_recycling=list(no_recycling))
-    return compiled_function(linker.compile(), bound, single)

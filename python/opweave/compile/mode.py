@@ -6,7 +6,7 @@
   with C code is one compiled module (a single node's module is shared by
   every graph applying the same op to the same types), the others run
   ``perform``; a generated Python function calls the steps
-  (:mod:`opweave.link.c.opwise`, :mod:`opweave.compile.runner`).
+  (:mod:`opweave.link.c.opwise`, :mod:`opweave.link.runner`).
 - ``Mode(linker="py")`` or ``mode="py"``: every node runs its Python
   ``perform``.
 - ``mode="DebugMode"`` (or ``"DEBUG_MODE"``, or a
@@ -38,25 +38,27 @@ _DEBUG = ("DebugMode", "DEBUG_MODE")
 
 
 class Mode:
-    """How :func:`opweave.function` runs a graph. ``linker`` is ``"c"`` (one
-    compiled module per graph), ``"c|py"`` (compiled modules for the runs of
-    nodes with C code, ``perform`` for the others) or ``"py"`` (``perform`` only).
-    ``optimizer`` says whether :func:`opweave.function` folds constants:
-    ``None`` or ``"None"`` turns folding off (as PyTensor's ``optimizer=None``
-    turns off its rewrites); any other value, such as the default
-    ``"default"`` or PyTensor's ``"fast_run"``, keeps it. Outputs are
-    protected by DeepCopyOp either way."""
-
-    # The default mode (get_default_mode) runs nodes without C code in
-    # Python; a mode asked for by name, or built, refuses them in C.
-    is_default: bool = False
+    """How :func:`opweave.function` runs a graph. ``linker`` is a linker
+    object, kept with its settings (a ``CLinker(schedule=...)``, an
+    ``OpWiseCLinker()``, a ``PerformLinker()``, any
+    :class:`~opweave.link.thunk.Linker`), or a name: ``"c"`` (one compiled
+    module per graph), ``"c|py"`` (compiled modules for the runs of nodes
+    with C code, ``perform`` for the others), ``"py"`` (``perform`` only),
+    or one of PyTensor's names (``"cvm"``, ...). ``optimizer`` says whether
+    :func:`opweave.function` folds constants: ``None`` or ``"None"`` turns
+    folding off (as PyTensor's ``optimizer=None`` turns off its rewrites);
+    any other value, such as the default ``"default"`` or PyTensor's
+    ``"fast_run"``, keeps it. Outputs are protected by DeepCopyOp either
+    way."""
 
     def __init__(self, linker: Any = "c", optimizer: Any = "default") -> None:
-        linker = _linker_name(linker)
-        if linker not in _LINKERS:
-            raise ValueError(f"unknown linker {linker!r}; expected one of {', '.join(_LINKERS)}")
-        self.linker = linker
+        self.linker = _linker_object(linker)
         self.optimizer = optimizer
+
+    @property
+    def linker_name(self) -> str:
+        """``"c"``, ``"c|py"`` or ``"py"``: what the linker links like."""
+        return str(self.linker.kind)
 
     def including(self, *tags: str) -> Mode:
         """This mode (PyTensor's rewrite tags select rewrites; opweave's
@@ -73,43 +75,45 @@ class Mode:
         """Whether functions of this mode fold all-constant nodes."""
         return self.optimizer is not None and self.optimizer != "None"
 
+    def _identity(self) -> tuple[Any, ...]:
+        linker = self.linker
+        return (type(linker), getattr(linker, "schedule", None), self.folds_constants)
+
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Mode)
-            and other.linker == self.linker
-            and other.folds_constants == self.folds_constants
-        )
+        return isinstance(other, Mode) and other._identity() == self._identity()
 
     def __hash__(self) -> int:
-        return hash((self.linker, self.folds_constants))
+        return hash(self._identity())
 
     def __repr__(self) -> str:
         if self.folds_constants:
-            return f"Mode(linker={self.linker!r})"
-        return f"Mode(linker={self.linker!r}, optimizer=None)"
+            return f"Mode(linker={self.linker_name!r})"
+        return f"Mode(linker={self.linker_name!r}, optimizer=None)"
 
 
-def _linker_name(linker: Any) -> Any:
-    """A linker given as an object (``CLinker()``, ``OpWiseCLinker()``) or a
-    PyTensor name (``"cvm"``), as one of the names in ``_LINKERS``."""
-    if not isinstance(linker, str):
-        from opweave.link.basic import PerformLinker
-        from opweave.link.c.basic import CLinker
-        from opweave.link.c.opwise import OpWiseCLinker
+def _linker_object(linker: Any) -> Any:
+    """``linker`` itself when it is a linker object, else the linker its
+    name (``"c"``, ``"c|py"``, ``"py"`` or a PyTensor name) stands for."""
+    from opweave.link.thunk import Linker
 
-        if isinstance(linker, CLinker):
-            return "c"
-        if isinstance(linker, OpWiseCLinker):
-            return "c|py"
-        if isinstance(linker, PerformLinker):
-            return "py"
-        kind = type(linker).__name__
-        raise TypeError(
-            f"linker must be a name, a CLinker, an OpWiseCLinker or a PerformLinker, got {kind}"
-        )
-    if linker in _LINKERS:
+    if isinstance(linker, Linker):
         return linker
-    return _NAMED.get(linker, linker)
+    if not isinstance(linker, str):
+        raise TypeError(f"linker must be a name or a Linker, got {type(linker).__name__}")
+    name = linker if linker in _LINKERS else _NAMED.get(linker, linker)
+    if name not in _LINKERS:
+        raise ValueError(f"unknown linker {linker!r}; expected one of {', '.join(_LINKERS)}")
+    return _new_linker(name)
+
+
+def _new_linker(name: str, python_fallback: bool = False) -> Any:
+    from opweave.link.basic import PerformLinker
+    from opweave.link.c.basic import CLinker
+    from opweave.link.c.opwise import OpWiseCLinker
+
+    if name == "c":
+        return CLinker(python_fallback=python_fallback)
+    return OpWiseCLinker() if name == "c|py" else PerformLinker()
 
 
 def known_mode_names() -> list[str]:
@@ -124,9 +128,8 @@ def get_default_mode() -> Mode:
     from opweave.configparser import config
 
     mode = get_mode(config.mode)
-    if mode.linker == "c":
-        mode = Mode(mode.linker, mode.optimizer)
-        mode.is_default = True
+    if mode.linker_name == "c":
+        mode = Mode(_new_linker("c", python_fallback=True), mode.optimizer)
     return mode
 
 

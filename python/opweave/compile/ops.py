@@ -20,14 +20,14 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from opweave.compile._c_code_registry import (
+from opweave.graph.basic import Apply, Variable, fresh_variable, is_variable, make_apply
+from opweave.link.c._c_code_registry import (
     fill_code,
     find_entry,
     missing_code,
     registry_version,
     store_entry,
 )
-from opweave.graph.basic import Apply, Variable, fresh_variable, is_variable, make_apply
 from opweave.link.c.op import COp
 
 if TYPE_CHECKING:

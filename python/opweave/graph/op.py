@@ -99,7 +99,7 @@ class Op:
         ``storage_map`` (one-element lists), writes the outputs there, marks
         them computed in ``compute_map`` and returns None. MethodNotDefined
         if the op has no perform."""
-        from opweave.link.basic import has_perform, perform_thunk
+        from opweave.graph.perform import has_perform, perform_thunk
 
         if not has_perform(self):
             raise MethodNotDefined(f"{type(self).__name__} has no perform (Python implementation)")

@@ -13,10 +13,11 @@ __all__ = ["VMLinker"]
 
 
 class VMLinker(OpWiseCLinker):
-    """The per-node linker. PyTensor's options (``allow_gc``, ``use_cloop``,
-    ``callback``, ``lazy``, ...) are accepted; the node loop is always the
-    generated one of ``mode="c|py"``, and intermediate results are kept
-    between calls, but those in ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
+    """The per-node linker. PyTensor's options (``use_cloop``, ``lazy``,
+    ...) are accepted; the node loop is always the generated one of
+    ``mode="c|py"``, whose values between steps are fresh at every call (as
+    ``allow_gc`` asks), while each compiled region keeps its own storage,
+    but that in ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
 
     def __init__(
         self,
@@ -30,6 +31,6 @@ class VMLinker(OpWiseCLinker):
     ) -> None:
         if callback is not None:
             raise NotImplementedError("VMLinker(callback=...) is not supported by opweave")
-        super().__init__(schedule)
+        super().__init__(allow_gc, schedule)
         self.use_cloop = use_cloop
         self.c_thunks = c_thunks

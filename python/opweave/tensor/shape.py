@@ -19,14 +19,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from opweave.compile._c_code_registry import (
+from opweave.graph.basic import Apply, Variable
+from opweave.link.c._c_code_registry import (
     fill_code,
     find_entry,
     missing_code,
     registry_version,
     store_entry,
 )
-from opweave.graph.basic import Apply, Variable
 from opweave.link.c.op import COp
 from opweave.tensor.basic import as_tensor_variable
 from opweave.tensor.type import TensorType

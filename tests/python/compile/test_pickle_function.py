@@ -7,12 +7,13 @@ import pickle
 
 import numpy as np
 import pytest
-from opweave.examples.vector_times_vector import VectorTimesVector
 from support.api_ops import call_in_worker, plus, split_signs
 
 from opweave.compile import shared
-from opweave.compile.function import function, graph_function
+from opweave.compile.function import function
+from opweave.examples.vector_times_vector import VectorTimesVector
 from opweave.graph.fg import FunctionGraph
+from opweave.link.c.basic import CLinker
 from opweave.tensor import dvector, lscalar
 
 
@@ -49,7 +50,8 @@ def test_python_ops_and_external_ops_pickle() -> None:
 
 def test_a_function_not_made_by_function_says_why_it_does_not_pickle() -> None:
     x = dvector("x")
-    inner = graph_function(FunctionGraph([x], [plus(x, x)]), "c", "linker")
+    thunk, _, _ = CLinker().accept(FunctionGraph([x], [plus(x, x)])).make_thunk()
+    inner = thunk.function
     with pytest.raises(TypeError, match=r"only functions made by opweave\.function"):
         pickle.dumps(inner)
 

@@ -106,7 +106,7 @@ def test_offered_storage_is_an_output_cell_and_a_returned_view_stays() -> None:
     never an intermediate's; a view returned earlier does not change."""
     x = dvector("x")
     linker = CLinker().accept(FunctionGraph([x], [view(f(x)), g(x)]))
-    fn = linker.runner(linker.bound_graph())[0]
+    fn = linker.make_thunk()[0].function
     first = fn(vector(1, 2))
     offered = [np.zeros(2), np.zeros(2)]
     second = fn.call_with_outputs([vector(5, 6)], offered)

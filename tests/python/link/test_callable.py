@@ -74,7 +74,7 @@ def test_the_perform_linker_is_mode_py():
     x = pt.dvector("x")
     op = DebugOp("PerformTwice", None, double_perform)
     fn = opweave.function([x], op(x), mode=Mode(PerformLinker()))
-    assert fn.mode.linker == "py"
+    assert fn.mode.linker_name == "py"
     np.testing.assert_array_equal(fn(np.arange(3.0)), [0, 2, 4])
     with pytest.raises(Exception, match="defines no perform"):
         opweave.function([x], COnlyOp("NoPerform", FRESH_COPY)(x), mode="py")

@@ -26,11 +26,11 @@ from opweave.link.c import cmodule
 from opweave.link.c._flags import remove_flags, uniq_flags
 from opweave.link.c._linker import linker_flags
 from opweave.link.c.hooks import call_optional_hook
-from opweave.link.c.opwise import OpWiseCLinker
+from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
 from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 from opweave.link.callable import InputBinding, compiled_function
-from opweave.link.thunk import Linker, Runner
+from opweave.link.thunk import Linker
 
 if TYPE_CHECKING:
     from opweave.link.c.dual import DualLinker
@@ -81,13 +81,33 @@ def _uniq(items: Sequence[str]) -> list[str]:
 
 
 class CLinker(Linker):
-    """Compiles a whole :class:`~opweave.graph.fg.FunctionGraph` into one module."""
+    """Compiles a whole :class:`~opweave.graph.fg.FunctionGraph` into one
+    module, which keeps its intermediate storage between calls (but
+    ``no_recycling``). With ``python_fallback`` (the default mode's), a
+    graph with nodes that have no C code is linked by
+    :class:`~opweave.link.c.opwise.OpWiseCLinker` instead, as PyTensor's
+    default mode would run them."""
 
-    def __init__(self, schedule: Any = None, numbers: dict[int, int] | None = None) -> None:
+    kind = "c"
+
+    def __init__(
+        self,
+        schedule: Any = None,
+        numbers: dict[int, int] | None = None,
+        python_fallback: bool = False,
+    ) -> None:
         self.fgraph: FunctionGraph | None = None
         self.schedule = schedule
         # id(node) -> its number in messages, for a graph taken from a larger one
         self.numbers = numbers
+        self.python_fallback = python_fallback
+
+    def for_graph(self, fgraph: FunctionGraph) -> Linker:
+        """An unbound copy of this linker, or, with ``python_fallback`` and a
+        node without C code, an OpWiseCLinker with the same schedule."""
+        if self.python_fallback and not all(can_run_in_c(n) for n in fgraph.apply_nodes):
+            return OpWiseCLinker(schedule=self.schedule)
+        return super().for_graph(fgraph)
 
     # --- compiler and flags --------------------------------------------------
 
@@ -196,10 +216,18 @@ class CLinker(Linker):
             order=self.order(),
         )
 
-    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
-        """The graph's compiled module."""
-        run = compiled_function(self.compile(), InputBinding(fgraph.inputs, "CLinker thunk"), False)
-        return run, f"module {run.library}", True
+    def make_function(self, binding: InputBinding, single: bool) -> Any:
+        """The graph's compiled module, called through vectorcall. With
+        ``python_fallback``, a graph whose C code turns out to be missing
+        (a ``c_code`` that raises NotImplementedError for some node) is
+        linked node by node instead."""
+        try:
+            return compiled_function(self.compile(), binding, single)
+        except MissingCCode:
+            if not self.python_fallback:
+                raise
+        opwise = OpWiseCLinker(schedule=lambda _: self.order())
+        return opwise.accept(self.bound_graph(), self.no_recycling).make_function(binding, single)
 
     def cmodule_key(self) -> tuple[Any, ...]:
         """What identifies the bound graph's compiled code, as a tuple:

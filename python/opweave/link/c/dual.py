@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from opweave import _core
 from opweave.graph.basic import Variable, is_constant
 from opweave.graph.fg import FunctionGraph
+from opweave.link._debug_errors import BadThunkOutput
 from opweave.link.basic import PerformLinker
 from opweave.link.c.opwise import OpWiseCLinker
-from opweave.link.thunk import Linker, Runner
+from opweave.link.callable import InputBinding
+from opweave.link.thunk import Linker
 
 __all__ = ["DualLinker", "default_checker"]
 
@@ -22,8 +25,6 @@ def default_checker(perform: list[Any], c: list[Any]) -> None:
     """DebugMode's comparison: BadThunkOutput when the values differ by the
     output type's ``values_eq_approx``. ``perform`` and ``c`` are the two
     storage cells of one output; the variable is ``perform.variable``."""
-    from opweave.compile._debug_errors import BadThunkOutput
-
     variable = getattr(perform, "variable", None)
     if variable is not None and not variable.type.values_eq_approx(perform[0], c[0]):
         raise BadThunkOutput(variable, "perform", perform[0], "c_code", c[0])
@@ -48,9 +49,18 @@ class DualLinker(Linker):
         self.fgraph: FunctionGraph | None = None
         self.schedule = schedule
 
-    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
+    def make_function(self, binding: InputBinding, single: bool) -> Any:
         """Each node both ways, checked, in :meth:`order`. Every node runs
         on fresh output storage, so nothing is recycled between calls."""
+        run = self._run(self.bound_graph())
+
+        def call(*args: Any, **kwargs: Any) -> list[Any]:
+            values = binding.bind(args, kwargs)
+            return run(*[binding.filter_one(p, v) for p, v in enumerate(values)])
+
+        return _core.Function(impl=call, unpack_single=single)
+
+    def _run(self, fgraph: FunctionGraph) -> Callable[..., list[Any]]:
         nodes = self.order()
         c_thunks = [OpWiseCLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
         py_thunks = [PerformLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
@@ -67,7 +77,7 @@ class DualLinker(Linker):
                     py_values[id(variable)], c_values[id(variable)] = a, b
             return [_value(v, c_values) for v in fgraph.outputs]
 
-        return run, "perform and C", False
+        return run
 
 
 def _value(variable: Variable, values: dict[int, Any]) -> Any:

@@ -26,14 +26,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+from opweave import _core
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph
-from opweave.link.basic import NodeThunk, Step, has_perform, node_steps, perform_thunk
+from opweave.link.basic import NodeThunk, has_perform, perform_thunk
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import InputBinding, compiled_function
-from opweave.link.thunk import Linker, Runner
+from opweave.link.runner import NodeRunner, Step, node_steps
+from opweave.link.thunk import Linker
 
 __all__ = [
     "NodeThunk",
@@ -50,18 +52,43 @@ def _is_float16(variable: Variable) -> bool:
 
 
 class OpWiseCLinker(Linker):
-    """Compiles the nodes of a graph one by one (``mode="c|py"``)."""
+    """Links the nodes of a graph one run at a time (``mode="c|py"``): each
+    run of consecutive nodes with C code is a compiled module, the others
+    run ``perform``. ``allow_gc`` is accepted for PyTensor's signature."""
 
-    def __init__(self, schedule: Any = None) -> None:
+    kind = "c|py"
+
+    def __init__(self, allow_gc: bool | None = None, schedule: Any = None) -> None:
         self.fgraph: FunctionGraph | None = None
         self.schedule = schedule
+        self.allow_gc = True if allow_gc is None else allow_gc
 
-    def runner(self, fgraph: FunctionGraph) -> tuple[Runner, str, bool]:
-        """The graph node by node, in C where nodes have C code."""
-        from opweave.compile.function import graph_function
+    def make_function(self, binding: InputBinding, single: bool) -> Any:
+        """The graph node by node, in C where nodes have C code; a graph
+        whose nodes all have it is one compiled module, as in C mode."""
+        from opweave.link.c.basic import CLinker
 
-        label = f"{type(self).__name__} thunk"
-        return graph_function(fgraph, "c|py", label, self.order(), self.no_recycling), "c|py", False
+        fgraph, nodes = self.bound_graph(), self.order()
+        if all(can_run_in_c(node) for node in nodes):
+            whole = CLinker(schedule=lambda _: nodes).accept(fgraph, self.no_recycling)
+            try:
+                fn = whole.make_function(binding, single)
+            except (MissingCCode, CompileError):
+                pass  # the regions find what runs in C, or raise a node's error
+            else:
+                fn.node_outcomes = [fn.cache_outcome] * len(nodes)
+                return fn
+        steps = region_steps(fgraph, binding.label, nodes, self.no_recycling)
+        runner = NodeRunner(fgraph, binding, single, steps)
+        fn = _core.Function(impl=runner.run, unpack_single=single)
+        # The compiled regions' steps run their Functions (which have compile_seconds).
+        fn.compiled_parts = [
+            cast(_core.Function, s.run) for s in steps if hasattr(s.run, "compile_seconds")
+        ]
+        # Per node: "hit", "built" or "built_by_other" for compiled code (its
+        # region's module), None for a node that runs perform.
+        fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
+        return fn
 
     def c_thunk(self, node: Apply) -> NodeThunk | None:
         """A thunk running ``node``'s own compiled module, or None if the

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from opweave.examples.double_ops import double
-from opweave.examples.vector_times_vector import VectorTimesVector
 
 import opweave
 from opweave.compile.function import function
 from opweave.errors import CompileError, OpweaveError
+from opweave.examples.double_ops import double
+from opweave.examples.vector_times_vector import VectorTimesVector
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
 from opweave.link.c.basic import CLinker, MissingCCode
@@ -66,7 +66,7 @@ def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_otherwise() -> 
     # The default mode runs such nodes in Python, as PyTensor's does.
     default = function([x], PyOnly()(x))
     np.testing.assert_array_equal(default(np.ones(2)), [2.0, 2.0])
-    assert default.mode.linker == "c|py" and default.node_outcomes == [None]
+    assert default.mode.linker_name == "c|py" and default.node_outcomes == [None]
 
 
 def test_editing_c_code_recompiles_without_a_version_bump(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The step loop of ``mode="c|py"`` and ``mode="py"`` (opweave/compile/runner.py):
+"""The step loop of ``mode="c|py"`` and ``mode="py"`` (opweave/link/runner.py):
 compiled regions between Python nodes, errors from either, conversions of
 arguments, and re-entrant calls."""
 

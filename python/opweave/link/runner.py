@@ -14,15 +14,45 @@ constants and the helpers are passed in its namespace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
-from opweave.graph.basic import graph_variables, is_constant
+from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.basic import Step
 from opweave.link.callable import InputBinding, note_failed_node
 
-__all__ = ["NodeRunner"]
+__all__ = ["NodeRunner", "Step", "node_steps"]
+
+
+class Step(NamedTuple):
+    """One step of a function run node by node: one node, or a compiled
+    region of several (``mode="c|py"``)."""
+
+    run: Callable[..., list[Any]]  # run(*input values) -> output values
+    inputs: list[int]  # ids of the variables it reads
+    outputs: list[int]  # ids of the variables it makes
+    label: str  # "node 3 (Op)", or "nodes 0-5 (C)"
+    outcomes: list[Any]  # per node: the module's cache outcome, None for perform
+    checks_inputs: bool  # True when compiled code checks (and converts) its inputs
+    packed: bool = False  # True: run takes one sequence of values (run(values))
+    node: int | None = None  # a one-node Python step: the node's number (error.failed_node)
+
+
+def node_steps(nodes: Sequence[Apply], thunks: Sequence[Callable[..., list[Any]]]) -> list[Step]:
+    """One step per node, running its thunk (which does not check inputs)."""
+    return [
+        Step(
+            thunk,
+            [id(v) for v in node.inputs],
+            [id(v) for v in node.outputs],
+            f"node {index} ({node.op})",
+            [getattr(thunk, "outcome", None)],
+            checks_inputs=False,
+            packed=True,
+            node=index,
+        )
+        for index, (node, thunk) in enumerate(zip(nodes, thunks, strict=True))
+    ]
 
 
 class NodeRunner:

@@ -1,0 +1,123 @@
+"""The package's layers only point down: a module imports (at module level,
+inside a function, or through ``importlib``) only modules of its own layer
+or of lower ones. ``compile`` calls ``link``, never the reverse; the graph
+layer knows no linker; the C back end knows no mode."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "opweave"
+
+# Lowest first. A module belongs to the longest prefix listed.
+LAYERS: list[tuple[str, ...]] = [
+    ("opweave._core", "opweave.errors"),
+    ("opweave.configparser", "opweave.configdefaults"),
+    ("opweave.graph",),
+    ("opweave.link",),
+    ("opweave.link.c",),
+    ("opweave.link.vm", "opweave.scalar"),
+    ("opweave.tensor",),
+    ("opweave.compile",),
+    (
+        "opweave",
+        "opweave.gof",
+        "opweave.demo",
+        "opweave.__main__",
+        "opweave._cache_cli",
+        "opweave._cache_transfer",
+        "opweave.examples",
+    ),
+]
+
+
+def layer_of(module: str) -> int:
+    best, depth = -1, -1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and prefix.count(".") > depth:
+                best, depth = index, prefix.count(".")
+    assert best >= 0, f"{module} is in no layer"
+    return best
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    found["opweave._core"] = PACKAGE / "_core.pyi"
+    return found
+
+
+def imported(module: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Every opweave module that `module` imports anywhere in its text."""
+
+    def known_prefix(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # `from a import b` imports a.b when that is a module, else a.
+            names = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant):
+                names = [str(node.args[0].value)]
+        for name in names:
+            target = known_prefix(name) if name.startswith("opweave") else None
+            if target is not None and target != module:
+                targets.add(target)
+    return targets
+
+
+def upward_edges() -> list[str]:
+    known = modules()
+    found = []
+    for module, path in sorted(known.items()):
+        if path.suffix != ".py":
+            continue
+        for target in sorted(imported(module, path, known)):
+            if layer_of(target) > layer_of(module):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert upward_edges() == []
+
+
+def test_the_check_sees_every_kind_of_import(tmp_path: Path) -> None:
+    known = {"opweave.compile.mode": Path(), "opweave.compile": Path(), "opweave.link": Path()}
+    text = (
+        "import opweave.compile.mode\n"
+        "def f():\n    from opweave.compile import mode\n"
+        "def g():\n    importlib.import_module('opweave.compile.mode')\n"
+    )
+    source = tmp_path / "m.py"
+    source.write_text(text)
+    assert imported("opweave.link.m", source, known) == {"opweave.compile.mode"}
+    assert layer_of("opweave.compile.mode") > layer_of("opweave.link.thunk")
+
+
+@pytest.mark.parametrize("module", ["opweave.link.c.basic", "opweave.link.runner"])
+def test_the_layers_cover_the_modules(module: str) -> None:
+    assert module in modules()
