@@ -7,11 +7,11 @@ import pickle
 
 import numpy as np
 import pytest
+from opweave.examples.vector_times_vector import VectorTimesVector
 from support.api_ops import call_in_worker, plus, split_signs
 
 from opweave.compile import shared
 from opweave.compile.function import function
-from opweave.examples.vector_times_vector import VectorTimesVector
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c.basic import CLinker
 from opweave.tensor import dvector, lscalar

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opweave.examples.double_ops import add, double, mul
 from support.layout_ops import AddScaled, Increment
 
 import opweave
 from opweave import _core
 from opweave.compile.mode import Mode
-from opweave.examples.double_ops import add, double, mul
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import Op
 from opweave.link.basic import PerformLinker

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opweave.examples.double_ops import add, double, mul, sub
 from support.api_ops import Plus
 
-from opweave.examples.double_ops import add, double, mul, sub
 from opweave.graph.basic import Constant, NominalVariable
 from opweave.graph.fg import FunctionGraph
 from opweave.link._debug_errors import BadThunkOutput

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opweave.examples.double_ops import double
+from opweave.examples.vector_times_vector import VectorTimesVector
 
 import opweave
 from opweave.compile.function import function
 from opweave.errors import CompileError, OpweaveError
-from opweave.examples.double_ops import double
-from opweave.examples.vector_times_vector import VectorTimesVector
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
 from opweave.link.c.basic import CLinker, MissingCCode
