@@ -1,10 +1,17 @@
 """What a user of each backend's C-op API imports, under the same module paths
-(shared by the benchmarks that compare opweave with PyTensor)."""
+(shared by the benchmarks that compare opweave with PyTensor), and where the
+interpreter with PyTensor is."""
 
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
 from types import SimpleNamespace
+
+# The interpreter the comparisons run PyTensor with (PyTensor 3.3.7 in its own
+# venv), when --pytensor-python does not name one.
+PYTENSOR_PYTHON_VARIABLE = "OPWEAVE_BENCH_PYTENSOR_PYTHON"
 
 
 def import_backend(name: str) -> SimpleNamespace:
@@ -21,3 +28,18 @@ def import_backend(name: str) -> SimpleNamespace:
         scalar=importlib.import_module(f"{name}.scalar"),
         numpy=importlib.import_module("numpy"),
     )
+
+
+def pytensor_python(given: str | None) -> tuple[str | None, str]:
+    """The interpreter to run PyTensor with: `given` (--pytensor-python), else
+    $OPWEAVE_BENCH_PYTENSOR_PYTHON; and, when there is none, why PyTensor is
+    skipped (else "")."""
+    python = given or os.environ.get(PYTENSOR_PYTHON_VARIABLE)
+    if not python:
+        return None, (
+            f"PyTensor skipped: set {PYTENSOR_PYTHON_VARIABLE} (or pass --pytensor-python) "
+            "to an interpreter with pytensor installed"
+        )
+    if not Path(python).exists():
+        return None, f"PyTensor skipped: {python} does not exist"
+    return python, ""

@@ -11,8 +11,10 @@ Measures, for each backend, with `Mode(linker="c")`:
   finds its module in a warm compile dir.
 
 Every measurement runs in a subprocess: opweave's with this interpreter, PyTensor's
-with --pytensor-python (PyTensor 3.3.7 in its own venv). Prints medians and ratios.
+with --pytensor-python or $OPWEAVE_BENCH_PYTENSOR_PYTHON (PyTensor 3.3.7 in its own
+venv; PyTensor is skipped, with a note, when neither names one). Prints medians and ratios.
 Usage: python benchmarks/bench_function.py [--only opweave|pytensor] [--json PATH]
+       [--pytensor-python PATH]
 """
 
 from __future__ import annotations
@@ -30,11 +32,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from backends import import_backend
+from backends import import_backend, pytensor_python
 
 BACKENDS = ("opweave", "pytensor")
 FLAGS_VARIABLE = {"opweave": "OPWEAVE_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
-DEFAULT_PYTENSOR_PYTHON = "/work/venvs/pytensor/bin/python"
 # (label, key, target ratio against PyTensor, target ratio against NumPy's x * y)
 ROWS = (
     ("per call (us)", "call_us", 1 / 10, 1.5),
@@ -303,8 +304,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only", choices=BACKENDS, help="benchmark one backend alone")
     parser.add_argument(
         "--pytensor-python",
-        default=DEFAULT_PYTENSOR_PYTHON,
-        help="interpreter with pytensor installed",
+        help="interpreter with pytensor installed (default: $OPWEAVE_BENCH_PYTENSOR_PYTHON)",
     )
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
     parser.add_argument("--repeat", type=int, default=5, help="cold compiles")
@@ -325,7 +325,12 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     notes: set[str] = set()
     for backend in [args.only] if args.only else BACKENDS:
-        python = sys.executable if backend == "opweave" else args.pytensor_python
+        python, skipped = (
+            (sys.executable, "") if backend == "opweave" else pytensor_python(args.pytensor_python)
+        )
+        if python is None:
+            notes.add(skipped)
+            continue
         reason = unusable_reason(python, backend)
         if reason:
             notes.add(f"{backend} skipped: {reason}")

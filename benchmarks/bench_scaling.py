@@ -6,13 +6,15 @@ Measures, in one run, with the graphs of scaling_graphs.py:
   chain200, wide200 and kchainA200, then kchainB200 in the same dir after
   kchainA200 (an edit of its last 5 ops);
 - PyTensor's C linker on chain1 and kchainA200, the same way, when
-  --pytensor-python points at an interpreter with pytensor;
+  --pytensor-python or $OPWEAVE_BENCH_PYTENSOR_PYTHON names an interpreter
+  with pytensor (else its figures are left out);
 - per call, with length-1 vectors: `Mode(linker="c|py")` on a 10-node chain and
   on the same chain with one Python-only node, against PyTensor's `cvm`.
 
 Prints the medians and the target figures (ratios measured in this run), the
 machine's load before and after, and writes them as JSON (--json).
 Usage: python benchmarks/bench_scaling.py [--repeat N] [--json PATH]
+       [--pytensor-python PATH]
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import timeit
 from pathlib import Path
 from typing import Any
 
+from backends import pytensor_python
+
 HERE = Path(__file__).resolve().parent
-DEFAULT_PYTENSOR_PYTHON = "/work/venvs/pytensor/bin/python"
 FLAGS_VARIABLE = {"opweave": "OPWEAVE_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
 COLD_GRAPHS = ("chain1", "chain200", "wide200", "kchainA200", "kchainB200")
 PYTENSOR_COLD = ("chain1", "kchainA200")
@@ -77,18 +80,27 @@ def worker(backend: str, task: str) -> dict[str, Any]:
     for graph in ("chain10", "pychain10"):
         inputs, outputs = scaling_graphs.build(api, graph)
         f = api.function(inputs, outputs, mode=mode)
-        f(x, s)
-        number = 20000
-        times = timeit.repeat(lambda f=f: f(x, s), number=number, repeat=7)
-        found[f"call_{graph}"] = statistics.median(times) / number * 1e6
+        found[f"call_{graph}"] = per_call_us(f, (x, s))
     return found
 
 
-def run_worker(python: str, backend: str, task: str, compiledir: Path) -> dict[str, Any]:
+def per_call_us(f: Any, args: tuple[Any, ...], number: int = 20000, repeat: int = 7) -> float:
+    """The median over `repeat` samples of `number` calls `f(*args)`, in
+    microseconds a call (after one untimed call)."""
+    f(*args)
+    times = timeit.repeat(lambda: f(*args), number=number, repeat=repeat)
+    return statistics.median(times) / number * 1e6
+
+
+def run_worker(
+    python: str, backend: str, task: str, compiledir: Path, script: Path | None = None
+) -> dict[str, Any]:
+    """Runs `script` (this file by default) as `--worker backend task` with
+    `python`, in `compiledir`; its JSON answer (its last line of output)."""
     env = dict(os.environ)
     env[FLAGS_VARIABLE[backend]] = f"compiledir={compiledir}"
     done = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--worker", backend, task],
+        [python, str(script or Path(__file__).resolve()), "--worker", backend, task],
         capture_output=True,
         text=True,
         env=env,
@@ -138,17 +150,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--pytensor-python", default=DEFAULT_PYTENSOR_PYTHON)
+    parser.add_argument(
+        "--pytensor-python",
+        help="interpreter with pytensor installed (default: $OPWEAVE_BENCH_PYTENSOR_PYTHON)",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "TASK"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return
     backends = {"opweave": sys.executable}
-    if Path(args.pytensor_python).exists():
-        backends["pytensor"] = args.pytensor_python
+    python, skipped = pytensor_python(args.pytensor_python)
+    if python:
+        backends["pytensor"] = python
     else:
-        print(f"no PyTensor at {args.pytensor_python}: its figures are left out")
+        print(f"{skipped}: its figures are left out")
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="opweave-bench-scaling-") as scratch:
         results = {

@@ -8,10 +8,24 @@ so that two variants are two different codes:
 - kchainAN: a chain of N different ops (k = 1..N);
 - kchainBN: kchainAN with its last 5 ops changed (k = N+1..N+5);
 - pychainN: a chain of N nodes whose middle node has no C code (for `c|py`).
+
+and the graphs of issue 24 (bench_reuse.py builds them in this order, in one
+process, to see how much of what it compiled a backend reuses):
+- rchainAN: a chain of N different ops (k = 1..N), like kchainAN;
+- rchainRN: the same N ops rewired in reverse order (k = N..1);
+- rtwoN: N of those ops (k = 1..N) on two vector inputs: two chains of N/2,
+  x1 through k = 1..N/2 and x2 through k = N/2+1..N, with both outputs;
+- rchainCN: a chain of N other ops (k = 101..100+N);
+- rmixN: the first N/2 ops of rchainAN (k = 1..N/2) followed by the last N/2
+  of rchainCN (k = 101+N/2..100+N), each at the position it had there;
+- rnewN: a chain of N ops never built before (k = 201..200+N);
+- pymidN: a chain of N distinct ops whose node N/2 (from 0) is the Python-only
+  one and the others ScaledVectorTimesScalar(k) with k = their position + 1.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -99,20 +113,41 @@ def build(api: SimpleNamespace, graph: str) -> tuple[list[Any], list[Any]]:
         xs = [api.tensor.dvector(f"x{i}") for i in range(n)]
         op = ops.scaled(1)
         return [*xs, s], [op(v, s) for v in xs]
+    if kind == "rtwo":
+        x2 = api.tensor.dvector("x2")
+        half = n // 2
+        return [x, x2, s], [
+            chain(ops, x, s, range(1, half + 1)),
+            chain(ops, x2, s, range(half + 1, n + 1)),
+        ]
     if kind == "chain":
         ks = [1] * n
-    elif kind == "kchainA":
+    elif kind in ("kchainA", "rchainA"):
         ks = list(range(1, n + 1))
+    elif kind == "rchainR":
+        ks = list(range(n, 0, -1))
+    elif kind == "rchainC":
+        ks = list(range(101, 101 + n))
+    elif kind == "rmix":
+        ks = list(range(1, n // 2 + 1)) + list(range(101 + n // 2, 101 + n))
+    elif kind == "rnew":
+        ks = list(range(201, 201 + n))
     elif kind == "kchainB":
         ks = list(range(1, n - 4)) + list(range(n + 1, n + 6))
-    elif kind == "pychain":
+    elif kind in ("pychain", "pymid"):
         y = x
         for i in range(n):
-            y = (ops.python() if i == n // 2 else ops.scaled(1))(y, s)
+            op = ops.scaled(1 if kind == "pychain" else i + 1)
+            y = (ops.python() if i == n // 2 else op)(y, s)
         return [x, s], [y]
     else:
         raise ValueError(f"unknown graph {graph!r}")
+    return [x, s], [chain(ops, x, s, ks)]
+
+
+def chain(ops: SimpleNamespace, x: Any, s: Any, ks: Iterable[int]) -> Any:
+    """`x` through ScaledVectorTimesScalar(k) for each k of `ks` in turn, with `s`."""
     y = x
     for k in ks:
         y = ops.scaled(k)(y, s)
-    return [x, s], [y]
+    return y
