@@ -42,7 +42,7 @@ class PerformLinker(Linker):
         whose values are fresh at every call."""
         nodes = self.order()
         steps = node_steps(nodes, [self.node_thunk(n, k) for k, n in enumerate(nodes)])
-        runner = NodeRunner(self.bound_graph(), binding, single, steps)
+        runner = NodeRunner(self.bound_graph(), binding, single, steps, self.allow_gc)
         return _core.Function(impl=runner.run, unpack_single=single)
 
     def node_thunk(self, node: Apply, index: int) -> NodeThunk:

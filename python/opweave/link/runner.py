@@ -63,11 +63,19 @@ class NodeRunner:
     ``error.failed_node``."""
 
     def __init__(
-        self, fgraph: FunctionGraph, inputs: InputBinding, single: bool, steps: Sequence[Step]
+        self,
+        fgraph: FunctionGraph,
+        inputs: InputBinding,
+        single: bool,
+        steps: Sequence[Step],
+        allow_gc: bool = False,
     ) -> None:
         self.inputs = inputs
         self.single = single
         self.steps = list(steps)
+        # Free each intermediate value right after its last reader (as
+        # PyTensor's allow_gc does), not only when the call returns.
+        self.allow_gc = allow_gc
         # The function to call: run(*args, **kwargs).
         self.run = self._generate(fgraph)
 
@@ -95,7 +103,28 @@ class NodeRunner:
             for p, v in enumerate(fgraph.inputs)
             if id(v) in unchecked
         ]
-        lines += ["    k = -1", "    try:"]
+        lines += ["    k = -1", "    try:", *self._step_lines(fgraph, names, namespace)]
+        lines += [
+            "        pass",
+            "    except Exception as error:",
+            "        note(error, k)",
+            "        raise",
+        ]
+        results = [names[id(v)] for v in fgraph.outputs]
+        returned = results[0] if self.single else f"[{', '.join(results)}]"
+        lines.append(f"    return {returned}")
+        namespace["note"] = self._note
+        exec(compile("\n".join(lines) + "\n", "<opweave node loop>", "exec"), namespace)
+        return namespace["run"]
+
+    def _step_lines(
+        self, fgraph: FunctionGraph, names: dict[int, str], namespace: dict[str, Any]
+    ) -> list[str]:
+        """The loop's body: each step's call, and with ``allow_gc`` the
+        release of the values no later step reads."""
+        kept = {id(v) for v in fgraph.outputs}
+        last_read = {i: k for k, step in enumerate(self.steps) for i in step.inputs}
+        lines = []
         for k, step in enumerate(self.steps):
             namespace[f"s{k}"] = step.run
             for i in step.outputs:
@@ -110,18 +139,11 @@ class NodeRunner:
                 f"        k = {k}",
                 f"        {targets}, = {call}" if targets else f"        {call}",
             ]
-        lines += [
-            "        pass",
-            "    except Exception as error:",
-            "        note(error, k)",
-            "        raise",
-        ]
-        results = [names[id(v)] for v in fgraph.outputs]
-        returned = results[0] if self.single else f"[{', '.join(results)}]"
-        lines.append(f"    return {returned}")
-        namespace["note"] = self._note
-        exec(compile("\n".join(lines) + "\n", "<opweave node loop>", "exec"), namespace)
-        return namespace["run"]
+            done = {names[i] for i in step.inputs if last_read[i] == k and i not in kept}
+            freed = sorted(name for name in done if name.startswith("v"))
+            if self.allow_gc and freed:
+                lines.append(f"        {' = '.join(freed)} = None")
+        return lines
 
     def _note(self, error: BaseException, step: int) -> None:
         # Compiled steps name the node themselves (the C code's failed block).

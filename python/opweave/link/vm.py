@@ -15,9 +15,10 @@ __all__ = ["VMLinker"]
 class VMLinker(OpWiseCLinker):
     """The per-node linker. PyTensor's options (``use_cloop``, ``lazy``,
     ...) are accepted; the node loop is always the generated one of
-    ``mode="c|py"``, whose values between steps are fresh at every call (as
-    ``allow_gc`` asks), while each compiled region keeps its own storage,
-    but that in ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
+    ``mode="c|py"``, whose values between steps are fresh at every call;
+    with ``allow_gc`` (the default) each is released right after its last
+    reader. Each compiled region keeps its own storage, but that in
+    ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
 
     def __init__(
         self,

@@ -114,3 +114,49 @@ def test_an_input_returned_as_an_output_is_converted() -> None:
     same, doubled = f([1, 2])
     assert isinstance(same, np.ndarray) and same.dtype == np.float64
     np.testing.assert_array_equal(doubled, [2.0, 4.0])
+
+
+class Remember(Op):
+    """z = x + 1 in Python, keeping a weak reference to each z it makes."""
+
+    __props__ = ()
+    made: list = []  # noqa: RUF012  # shared by the test's instances
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        import weakref
+
+        outputs[0][0] = inputs[0] + 1
+        Remember.made.append(weakref.ref(outputs[0][0]))
+
+
+class Probe(Op):
+    """z = x in Python, noting whether the first value Remember made is alive."""
+
+    __props__ = ()
+    alive: list = []  # noqa: RUF012
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        Probe.alive.append(Remember.made[0]() is not None)
+        outputs[0][0] = inputs[0].copy()
+
+
+@pytest.mark.parametrize("allow_gc", [True, False])
+def test_allow_gc_frees_an_intermediate_after_its_last_reader(allow_gc: bool) -> None:
+    from opweave.compile.mode import Mode
+    from opweave.link.basic import PerformLinker
+    from opweave.link.c.opwise import OpWiseCLinker
+
+    x = dvector("x")
+    y = Probe()(PyDouble()(Remember()(x)))
+    for linker in (PerformLinker(allow_gc=allow_gc), OpWiseCLinker(allow_gc=allow_gc)):
+        Remember.made.clear()
+        Probe.alive.clear()
+        f = opweave.function([x], y, mode=Mode(linker=linker, optimizer=None))
+        np.testing.assert_array_equal(f(np.ones(2)), [4.0, 4.0])
+        assert Probe.alive == [not allow_gc]

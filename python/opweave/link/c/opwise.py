@@ -54,7 +54,8 @@ def _is_float16(variable: Variable) -> bool:
 class OpWiseCLinker(Linker):
     """Links the nodes of a graph one run at a time (``mode="c|py"``): each
     run of consecutive nodes with C code is a compiled module, the others
-    run ``perform``. ``allow_gc`` is accepted for PyTensor's signature."""
+    run ``perform``. With ``allow_gc`` (the default) the loop releases each
+    value it passes between steps right after its last reader."""
 
     kind = "c|py"
 
@@ -79,7 +80,7 @@ class OpWiseCLinker(Linker):
                 fn.node_outcomes = [fn.cache_outcome] * len(nodes)
                 return fn
         steps = region_steps(fgraph, binding.label, nodes, self.no_recycling)
-        runner = NodeRunner(fgraph, binding, single, steps)
+        runner = NodeRunner(fgraph, binding, single, steps, self.allow_gc)
         fn = _core.Function(impl=runner.run, unpack_single=single)
         # The compiled regions' steps run their Functions (which have compile_seconds).
         fn.compiled_parts = [
