@@ -341,19 +341,16 @@ public:
         std::error_code absent;
         if (!prelude_key ||
             !std::filesystem::is_regular_file(found / k_prelude_gch_name, absent)) {
-            const std::optional<Entry> usable = prelude(monitor, events);
-            const std::optional<cache::StagedPrelude> staged =
-                usable ? cache::StagedPrelude::stage_verified(*usable, staging) : std::nullopt;
             return compile(key, m_request.source, staging, entry_dir, names, Product::library,
-                           staged, monitor);
+                           verified_prelude(staging, monitor, events), monitor);
         }
-        PreludeCheck check(m_cache, *prelude_key);
         std::optional<cache::StagedPrelude> staged = cache::StagedPrelude::stage(found, staging);
+        PreludeCheck check(m_cache, *prelude_key);  // after staging (see StagedPrelude::stage)
         StagedCompile compiled = compile(key, m_request.source, staging, entry_dir, names,
                                          Product::library, staged, monitor);
         const std::optional<Entry> verified =
             reported_prelude(check.get(events), m_request, monitor);
-        const bool kept = verified && staged && staged->matches(*verified);
+        const bool kept = verified && staged && staged->verify(*verified);
         staged.reset();
         if (!kept) {
             return compiled.used_prelude
@@ -365,6 +362,21 @@ public:
             cache::merge_headers(compiled.headers, verified->headers);
         }
         return compiled;
+    }
+
+    // The prelude staged in `staging` and then verified, when there is one
+    // and its staged files are the ones its entry records.
+    std::optional<cache::StagedPrelude> verified_prelude(const std::filesystem::path& staging,
+                                                         BuildMonitor* monitor,
+                                                         std::vector<CacheEvent>& events) const {
+        const std::optional<std::string> key = usable_prelude_key(m_compiler, m_request, m_job);
+        std::optional<cache::StagedPrelude> staged =
+            key ? cache::StagedPrelude::stage(m_cache.entry_dir(*key), staging) : std::nullopt;
+        const std::optional<Entry> verified = prelude(monitor, events);
+        if (!staged || !verified || !staged->verify(*verified)) {
+            return std::nullopt;
+        }
+        return staged;
     }
 
     // The unit's entry, compiled (as an object) on a miss.
@@ -451,10 +463,7 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
     const auto start = std::chrono::steady_clock::now();
     const std::filesystem::path entry_dir = m_cache.entry_dir(key);
     // Staged once in the module's staging directory, for every compile.
-    const std::optional<Entry> verified_prelude = prelude(monitor, events);
-    const std::optional<cache::StagedPrelude> usable =
-        verified_prelude ? cache::StagedPrelude::stage_verified(*verified_prelude, staging)
-                         : std::nullopt;
+    const std::optional<cache::StagedPrelude> usable = verified_prelude(staging, monitor, events);
     StagedCompile main;
     // Each unit's object is copied into the staging directory as soon as
     // it is found or built, so that an eviction meanwhile cannot lose it.

@@ -38,19 +38,16 @@ bool link_or_copy(const std::filesystem::path& from, const std::filesystem::path
     return true;
 }
 
-// The name, size and SHA-256 of the staged regular file `path`.
-std::optional<EntryFile> staged_file(const std::filesystem::path& path) {
+// Whether `path` is a regular file (opened without following a symlink or
+// blocking on a FIFO) of `size` bytes with the SHA-256 `sha256`.
+bool has_content(const std::filesystem::path& path, std::uint64_t size, const std::string& sha256) {
     const util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        return std::nullopt;
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) != size) {
+        return false;
     }
-    std::optional<std::string> sha256 = file_sha256(fd.get(), st, Memo::use);
-    if (!sha256) {
-        return std::nullopt;
-    }
-    return EntryFile{path.filename().string(), static_cast<std::uint64_t>(st.st_size),
-                     std::move(*sha256)};
+    return file_sha256(fd.get(), st, Memo::use) == sha256;
 }
 
 }  // namespace
@@ -59,32 +56,18 @@ std::optional<StagedPrelude> StagedPrelude::stage(const std::filesystem::path& e
                                                   const std::filesystem::path& into) {
     StagedPrelude staged(entry_dir, into);
     for (const char* name : k_staged_names) {
-        const std::filesystem::path to = into / name;
-        std::optional<EntryFile> file =
-            link_or_copy(entry_dir / name, to) ? staged_file(to) : std::nullopt;
-        if (!file) {
-            ::unlink(to.c_str());  // a link to something that is not a file
-            return std::nullopt;   // the destructor removes what was staged
+        staged.m_names.emplace_back(name);  // removed by the destructor, from now on
+        if (!link_or_copy(entry_dir / name, into / name)) {
+            return std::nullopt;
         }
-        staged.m_files.push_back(std::move(*file));
     }
     return std::optional<StagedPrelude>(std::move(staged));
-}
-
-std::optional<StagedPrelude> StagedPrelude::stage_verified(const Entry& verified,
-                                                           const std::filesystem::path& into) {
-    std::optional<StagedPrelude> staged = stage(verified.dir, into);
-    if (!staged || !staged->matches(verified)) {
-        return std::nullopt;
-    }
-    staged->m_headers = verified.headers;
-    return staged;
 }
 
 StagedPrelude::StagedPrelude(StagedPrelude&& other) noexcept
     : m_from(std::move(other.m_from)),
       m_dir(std::move(other.m_dir)),
-      m_files(std::move(other.m_files)),
+      m_names(std::move(other.m_names)),
       m_headers(std::move(other.m_headers)) {
     other.m_dir.clear();
 }
@@ -93,23 +76,24 @@ StagedPrelude::~StagedPrelude() {
     if (m_dir.empty()) {
         return;
     }
-    for (const char* name : k_staged_names) {
+    for (const std::string& name : m_names) {
         ::unlink((m_dir / name).c_str());
     }
 }
 
-bool StagedPrelude::matches(const Entry& verified) const {
-    for (const EntryFile& staged : m_files) {
+bool StagedPrelude::verify(const Entry& verified) {
+    for (const std::string& name : m_names) {
         bool recorded = false;
         for (const EntryFile& file : verified.files) {
-            recorded = recorded || (file.name == staged.name && file.size == staged.size &&
-                                    file.sha256 == staged.sha256);
+            recorded = recorded ||
+                       (file.name == name && has_content(m_dir / name, file.size, file.sha256));
         }
         if (!recorded) {
             return false;
         }
     }
-    return !m_files.empty();
+    m_headers = verified.headers;
+    return !m_names.empty();
 }
 
 std::vector<std::string> StagedPrelude::include_flags() const {

@@ -23,14 +23,14 @@ namespace opweave::cache {
 
 class StagedPrelude {
 public:
-    // Stages the prelude of the entry at `entry_dir` in `into`. Nothing when
-    // either file is missing, not a regular file, or cannot be staged.
+    // Stages the prelude of the entry at `entry_dir` in `into`, before it
+    // is verified: a hard link changes the file's ctime, which the
+    // per-process memo of hashed versions keys on, so the verification
+    // that follows hashes the staged inode once and verify() finds it in
+    // the memo. Nothing when either file is missing, not a regular file,
+    // or cannot be staged.
     static std::optional<StagedPrelude> stage(const std::filesystem::path& entry_dir,
                                               const std::filesystem::path& into);
-    // Stages the prelude of `verified` (an entry just verified) in `into`,
-    // and keeps it only if the staged files have the recorded content.
-    static std::optional<StagedPrelude> stage_verified(const Entry& verified,
-                                                       const std::filesystem::path& into);
 
     StagedPrelude(StagedPrelude&& other) noexcept;
     StagedPrelude& operator=(StagedPrelude&&) = delete;
@@ -40,8 +40,9 @@ public:
     // entry.
     ~StagedPrelude();
 
-    // Whether the staged files are exactly those `verified` records.
-    bool matches(const Entry& verified) const;
+    // Whether the staged files are exactly those `verified` (the prelude's
+    // entry, just verified) records; if so, its headers become headers().
+    bool verify(const Entry& verified);
     // The compiler flags that include the staged prelude.
     std::vector<std::string> include_flags() const;
     // `result`'s commands with the staged header named where its entry keeps
@@ -49,7 +50,7 @@ public:
     // build).
     void cite_entry(CompileResult& result) const;
     // The headers the prelude's build read (those of the verified entry;
-    // none when staged before verification).
+    // none before verify()).
     const std::vector<HeaderRecord>& headers() const noexcept { return m_headers; }
 
 private:
@@ -58,7 +59,7 @@ private:
 
     std::filesystem::path m_from;     // the entry's directory
     std::filesystem::path m_dir;      // where it is staged; empty once moved from
-    std::vector<EntryFile> m_files;   // as staged: names, sizes, hashes
+    std::vector<std::string> m_names;  // the files staged
     std::vector<HeaderRecord> m_headers;
 };
 
