@@ -135,3 +135,33 @@ def test_to_return_values_unpacks_a_single_value() -> None:
 
     assert to_return_values([3]) == 3
     assert to_return_values((1, 2)) == [1, 2]
+
+
+# C that doubles %(x)s in place and returns it as %(z)s (destroy_map {0: [0]}).
+_DOUBLE_IN_PLACE = """
+{
+    for (npy_intp i = 0; i < PyArray_DIMS(%(x)s)[0]; ++i)
+        *(double*)PyArray_GETPTR1(%(x)s, i) *= 2;
+    Py_XDECREF(%(z)s);
+    %(z)s = %(x)s;
+    Py_INCREF(%(z)s);
+}
+"""
+
+
+def _double_in_place(node, inputs, outputs):
+    inputs[0] *= 2
+    outputs[0][0] = inputs[0]
+
+
+def test_the_dual_linkers_two_sides_never_share_a_destroyed_input() -> None:
+    from support.debug_ops import DebugOp
+
+    x = dvector("x")
+    op = DebugOp("double in place", _DOUBLE_IN_PLACE, _double_in_place, destroy_map={0: [0]})
+    graph = FunctionGraph([x], [op(x)])
+    seen = []
+    checker = lambda a, b: seen.append((a[0].tolist(), b[0].tolist()))  # noqa: E731
+    (result,) = run(DualLinker(checker=checker).accept(graph), np.array([1.0, 2.0]))
+    assert seen == [([2.0, 4.0], [2.0, 4.0])]  # each side doubled its own copy once
+    assert result.tolist() == [2.0, 4.0]

@@ -4,6 +4,7 @@ Python, and a checker compares the two results (PyTensor's
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +41,8 @@ class _Cell(list):  # type: ignore[type-arg]
 
 class DualLinker(Linker):
     """Runs each node through ``perform`` and through its C code, each on
-    its own copy of the values, and calls ``checker(perform_cell,
+    its own copy of the values (the Python side on deep copies of the
+    inputs), and calls ``checker(perform_cell,
     c_cell)`` per output (one-element lists; a checker raises to report a
     mismatch). The function returns the C results."""
 
@@ -67,17 +69,31 @@ class DualLinker(Linker):
         checker = self.checker
 
         def run(*values: Any) -> list[Any]:
-            py_values = {id(v): value for v, value in zip(fgraph.inputs, values, strict=True)}
-            c_values = dict(py_values)
+            # Each side works on its own copy of the inputs: a node that
+            # destroys one must not change what the other side reads.
+            c_values = {id(v): value for v, value in zip(fgraph.inputs, values, strict=True)}
+            py_values = {key: copy.deepcopy(value) for key, value in c_values.items()}
             for node, c_thunk, py_thunk in zip(nodes, c_thunks, py_thunks, strict=True):
-                py_out = py_thunk([_value(v, py_values) for v in node.inputs])
-                c_out = c_thunk([_value(v, c_values) for v in node.inputs])
+                py_out = py_thunk(_inputs(node, py_values))
+                c_out = c_thunk(_inputs(node, c_values))
                 for variable, a, b in zip(node.outputs, py_out, c_out, strict=True):
                     checker(_Cell(a, variable), _Cell(b, variable))
                     py_values[id(variable)], c_values[id(variable)] = a, b
             return [_value(v, c_values) for v in fgraph.outputs]
 
         return run
+
+
+def _inputs(node: Any, values: dict[int, Any]) -> list[Any]:
+    """The values of ``node``'s inputs; a constant the node destroys is
+    given as a copy (a constant never changes)."""
+    destroyed = {
+        i for inputs in (getattr(node.op, "destroy_map", None) or {}).values() for i in inputs
+    }
+    return [
+        copy.deepcopy(_value(v, values)) if k in destroyed and is_constant(v) else _value(v, values)
+        for k, v in enumerate(node.inputs)
+    ]
 
 
 def _value(variable: Variable, values: dict[int, Any]) -> Any:
