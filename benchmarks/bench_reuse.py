@@ -29,7 +29,6 @@ Usage: python benchmarks/bench_reuse.py [--repeat N] [--json PATH]
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -40,8 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backends import pytensor_python
-from bench_scaling import FLAGS_VARIABLE, per_call_us, run_worker
+from bench_scaling import FLAGS_VARIABLE, command_line, per_call_us, run_worker
 
 SCRIPT = Path(__file__).resolve()
 BUILDS = ("rchainA20", "rchainR20", "rtwo10", "rchainC20", "rmix20", "rnew20")
@@ -213,25 +211,11 @@ def check_results(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=1, help="whole sequences, each in new dirs")
-    parser.add_argument("--json", type=Path, help="also write the numbers to this file")
-    parser.add_argument(
-        "--pytensor-python",
-        help="interpreter with pytensor installed (default: $OPWEAVE_BENCH_PYTENSOR_PYTHON)",
-    )
-    parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "TASK"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(*args.worker)))
+    parsed = command_line(__doc__.splitlines()[0], 1, worker)
+    if parsed is None:
         return
-    backends = {"opweave": sys.executable}
-    notes = []
-    python, skipped = pytensor_python(args.pytensor_python)
-    if python:
-        backends["pytensor"] = python
-    else:
-        notes.append(f"{skipped}: the ratios are left out")
+    args, backends, skipped = parsed
+    notes = [f"{skipped}: the ratios are left out"] if skipped else []
     load = [os.getloadavg()[0]]
     runs = measure(backends, args.repeat)
     load.append(os.getloadavg()[0])

@@ -146,10 +146,16 @@ def report(results: dict[str, dict[str, float]], load: list[float]) -> dict[str,
     return {"medians": flat, "figures": figures, "load": load}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", type=Path)
+def command_line(
+    description: str, default_repeat: int, run_task: Any
+) -> tuple[argparse.Namespace, dict[str, str], str] | None:
+    """The arguments of a benchmark that compares opweave with PyTensor in
+    worker processes: ``(args, {backend: interpreter}, why PyTensor is
+    skipped or "")``; or None in a worker process, after it ran its task
+    with ``run_task(backend, task)`` and printed the answer as JSON."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeat", type=int, default=default_repeat)
+    parser.add_argument("--json", type=Path, help="also write the numbers to this file")
     parser.add_argument(
         "--pytensor-python",
         help="interpreter with pytensor installed (default: $OPWEAVE_BENCH_PYTENSOR_PYTHON)",
@@ -157,13 +163,21 @@ def main() -> None:
     parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "TASK"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(*args.worker)))
-        return
+        print(json.dumps(run_task(*args.worker)))
+        return None
     backends = {"opweave": sys.executable}
     python, skipped = pytensor_python(args.pytensor_python)
     if python:
         backends["pytensor"] = python
-    else:
+    return args, backends, "" if python else skipped
+
+
+def main() -> None:
+    parsed = command_line(__doc__.splitlines()[0], 3, worker)
+    if parsed is None:
+        return
+    args, backends, skipped = parsed
+    if skipped:
         print(f"{skipped}: its figures are left out")
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="opweave-bench-scaling-") as scratch:

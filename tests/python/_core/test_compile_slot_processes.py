@@ -70,6 +70,15 @@ def workers() -> Iterator[list[SlotWorker]]:
         worker.stop()
 
 
+@pytest.fixture
+def holder_and_waiter(tmp_path: Path, workers: list[SlotWorker]) -> tuple[SlotWorker, SlotWorker]:
+    """Two workers of different caches that share the slot directory `slots`."""
+    slots = tmp_path / "slots"
+    pair = (SlotWorker(tmp_path / "cache-a", slots), SlotWorker(tmp_path / "cache-b", slots))
+    workers += pair
+    return pair
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time used so far by all threads of process `pid`: from their
     schedstat (nanoseconds) where the kernel has it, else from its stat."""
@@ -102,11 +111,8 @@ def test_processes_with_different_caches_share_the_default_slots(
     assert not list(tmp_path.glob("cache-*/v2/locks/compile-slot-*"))
 
 
-def test_a_killed_holder_frees_its_slot(tmp_path: Path, workers: list[SlotWorker]) -> None:
-    slots = tmp_path / "slots"
-    holder = SlotWorker(tmp_path / "cache-a", slots)
-    waiter = SlotWorker(tmp_path / "cache-b", slots)
-    workers += [holder, waiter]
+def test_a_killed_holder_frees_its_slot(holder_and_waiter: tuple[SlotWorker, SlotWorker]) -> None:
+    holder, waiter = holder_and_waiter
     holder.take()
     waiter.start_taking()
     time.sleep(0.3)
@@ -117,12 +123,9 @@ def test_a_killed_holder_frees_its_slot(tmp_path: Path, workers: list[SlotWorker
 
 
 def test_a_waiter_wakes_within_100_ms_and_uses_under_1_percent_cpu(
-    tmp_path: Path, workers: list[SlotWorker]
+    holder_and_waiter: tuple[SlotWorker, SlotWorker],
 ) -> None:
-    slots = tmp_path / "slots"
-    holder = SlotWorker(tmp_path / "cache-a", slots)
-    waiter = SlotWorker(tmp_path / "cache-b", slots)
-    workers += [holder, waiter]
+    holder, waiter = holder_and_waiter
     delays = []
     for attempt in range(5):
         holder.take()
@@ -140,11 +143,10 @@ def test_a_waiter_wakes_within_100_ms_and_uses_under_1_percent_cpu(
     assert statistics.median(delays) < 0.1, f"release-to-take delays (s): {delays}"
 
 
-def test_a_wait_for_a_slot_stops_on_ctrl_c(tmp_path: Path, workers: list[SlotWorker]) -> None:
-    slots = tmp_path / "slots"
-    holder = SlotWorker(tmp_path / "cache-a", slots)
-    waiter = SlotWorker(tmp_path / "cache-b", slots)
-    workers += [holder, waiter]
+def test_a_wait_for_a_slot_stops_on_ctrl_c(
+    holder_and_waiter: tuple[SlotWorker, SlotWorker],
+) -> None:
+    holder, waiter = holder_and_waiter
     holder.take()
     waiter.start_taking()
     time.sleep(0.2)

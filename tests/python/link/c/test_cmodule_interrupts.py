@@ -114,21 +114,30 @@ def no_module_published(cache: Path) -> bool:
     return [e for e in _core.ModuleCache(str(cache)).list() if e.kind == "module"] == []
 
 
+def interrupt(worker: subprocess.Popen, group: bool = False) -> str:
+    """Sends SIGINT to `worker` (to its process group with `group`, as a
+    terminal's Ctrl-C does), checks that it died of an uncaught
+    KeyboardInterrupt within INTERRUPT_SECONDS of the signal, and returns
+    its stderr."""
+    sent = time.monotonic()
+    if group:
+        os.killpg(worker.pid, signal.SIGINT)
+    else:
+        worker.send_signal(signal.SIGINT)
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == -signal.SIGINT, err
+    assert "KeyboardInterrupt" in err
+    took = seconds_to_interrupt(err, sent)
+    assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
+    return err
+
+
 @pytest.mark.parametrize("target", ["process", "group"])
 def test_ctrl_c_during_a_compile(isolated_cache: Path, slow: SlowCompiler, target: str) -> None:
     worker = start(isolated_cache, slow.path)
     # The module's compile and the background prelude build both sleep.
     slow.wait_until_running(2)
-    sent = time.monotonic()
-    if target == "process":
-        worker.send_signal(signal.SIGINT)
-    else:
-        os.killpg(worker.pid, signal.SIGINT)  # a terminal's Ctrl-C
-    _, err = worker.communicate(timeout=30)
-    assert worker.returncode == -signal.SIGINT, err  # an uncaught KeyboardInterrupt
-    assert "KeyboardInterrupt" in err
-    took = seconds_to_interrupt(err, sent)
-    assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
+    interrupt(worker, group=target == "group")
     slow.wait_until_gone(timeout=2)
     assert locks_are_free(isolated_cache)
     assert no_module_published(isolated_cache)
@@ -160,12 +169,7 @@ def test_ctrl_c_during_a_lock_wait_and_the_wait_is_logged(
     try:
         time.sleep(2.0)  # waiting for the builder's lock, long enough to be logged
         assert waiter.poll() is None
-        sent = time.monotonic()
-        waiter.send_signal(signal.SIGINT)
-        _, err = waiter.communicate(timeout=30)
-        assert waiter.returncode == -signal.SIGINT, err
-        took = seconds_to_interrupt(err, sent)
-        assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
+        interrupt(waiter)
         assert len(slow.running()) == 1  # the builder goes on
         out, err = builder.communicate(timeout=120)
         assert builder.returncode == 0, err
@@ -200,12 +204,7 @@ def test_ctrl_c_while_waiting_for_a_compile_slot(isolated_cache: Path, slow: Slo
         time.sleep(0.5)
         assert waiter.poll() is None
         assert len(slow.running()) == 1  # the builder's compiler only
-        sent = time.monotonic()
-        waiter.send_signal(signal.SIGINT)
-        _, err = waiter.communicate(timeout=30)
-        assert waiter.returncode == -signal.SIGINT, err
-        took = seconds_to_interrupt(err, sent)
-        assert 0 < took < INTERRUPT_SECONDS, f"KeyboardInterrupt {took:.3f} s after SIGINT"
+        interrupt(waiter)
         assert builder.poll() is None and len(slow.running()) == 1  # the builder goes on
     finally:
         for process in (builder, waiter):

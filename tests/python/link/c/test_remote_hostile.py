@@ -83,23 +83,22 @@ def dribbling(conn: socket.socket, stop: threading.Event) -> None:
         return
 
 
-def huge(conn: socket.socket, stop: threading.Event) -> None:
-    """Announces a 2 GiB value and sends nothing more."""
-    try:
-        conn.recv(65536)
-        conn.sendall(b"$2147483648\r\n")
-    except OSError:
-        return
-    stop.wait()
+def answering(reply: bytes) -> Behaviour:
+    """A server that reads the request, sends `reply`, then nothing more."""
+
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        try:
+            conn.recv(65536)
+            conn.sendall(reply)
+        except OSError:
+            return
+        stop.wait()
+
+    return answer
 
 
-def wrong_password(conn: socket.socket, stop: threading.Event) -> None:
-    try:
-        conn.recv(65536)
-        conn.sendall(b"-WRONGPASS invalid username-password pair or user is disabled.\r\n")
-    except OSError:
-        return
-    stop.wait()
+huge = answering(b"$2147483648\r\n")  # announces a 2 GiB value
+wrong_password = answering(b"-WRONGPASS invalid username-password pair or user is disabled.\r\n")
 
 
 @pytest.fixture(autouse=True)
@@ -148,12 +147,7 @@ def test_a_value_over_the_cap_is_refused_from_its_length_unread() -> None:
 
 @pytest.mark.parametrize("line", [b"$-5\r\n", b"$abc\r\n", b"?what\r\n", b"+" * 70000])
 def test_answers_that_are_not_resp_are_refused(line: bytes) -> None:
-    def answer(conn: socket.socket, stop: threading.Event) -> None:
-        conn.recv(65536)
-        conn.sendall(line)
-        stop.wait()
-
-    with hostile_server(answer) as (url, _):
+    with hostile_server(answering(line)) as (url, _):
         with pytest.raises(_resp.RespError, match="not a RESP answer"):
             _resp.RespClient(url, 5.0).get("k")
 
