@@ -28,5 +28,6 @@ void init_cache(pybind11::module_& m);
 void init_compiler(pybind11::module_& m);
 void init_assembly(pybind11::module_& m);
 void init_function(pybind11::module_& m);
+void init_step_runner(pybind11::module_& m);
 
 }  // namespace opweave::bindings

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
     opweave::bindings::init_compiler(m);
     opweave::bindings::init_assembly(m);
     opweave::bindings::init_function(m);
+    opweave::bindings::init_step_runner(m);
 }

@@ -1,7 +1,8 @@
 # The stub of opweave._core (the C++ bindings), for type checkers and editors.
 # Generated from the built module: pybind11-stubgen opweave._core -o python
 # tests/python/_core/test_stub.py checks that it names everything the module has.
-# Written by hand, to keep when regenerating: the imports from opweave and the Function class.
+# Written by hand, to keep when regenerating: the imports from opweave and the Function and
+# StepRunner classes.
 """
 opweave's C++ core: content hash, file locks, module cache and compiler driver,
 graph module assembly and the compiled-function runtime.
@@ -18,7 +19,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -796,6 +797,64 @@ class Function:
     def is_compiled(self) -> bool:
         """
         True when a compiled graph module runs the calls.
+        """
+class StepRunner:
+    """
+    StepRunner(n_inputs, n_slots, steps, outputs, *, constants=(), filtered=(), filter=None,
+               gc=None, keep=(), on_error=None, unpack_single=True)
+
+    Runs a graph as a table of steps that pass values through n_slots slots; a call's
+    arguments fill slots 0..n_inputs-1. A step is (0, abi, owner, orphans, inputs,
+    outputs, offer), a compiled graph module's instance (created now from the orphans;
+    owner is kept alive as long as the runner; offer[j] hands the slot's current value
+    to run() as output j's storage), or (1, callable, inputs, outputs), where
+    callable(list of input values) returns one value per output. inputs and outputs
+    are slot indices. A call returns the outputs' slots as a list (or the single
+    output, with unpack_single). gc[k] lists the slots emptied after step k; the slots
+    in keep keep their values between calls, and constants' (slot, value) pairs stay;
+    every other slot is emptied at the end of every call. Before the steps, each
+    argument position in filtered is replaced by filter(position, value). A call with
+    keywords or a wrong argument count returns on_error(args, kwargs, None, -1, 0); a
+    failed step k returns on_error(args, None, error, k, failed_block) (k is -1 when
+    the filter failed), or raises without on_error.
+    """
+    # Written by hand (the type is not a pybind11 class; keep this when regenerating).
+    def __new__(
+        cls,
+        n_inputs: int,
+        n_slots: int,
+        steps: collections.abc.Sequence[tuple[typing.Any, ...]],
+        outputs: collections.abc.Sequence[int],
+        *,
+        constants: collections.abc.Sequence[tuple[int, typing.Any]] = (),
+        filtered: collections.abc.Sequence[int] = (),
+        filter: collections.abc.Callable[[int, typing.Any], typing.Any] | None = None,
+        gc: collections.abc.Sequence[collections.abc.Sequence[int]] | None = None,
+        keep: collections.abc.Sequence[int] = (),
+        on_error: collections.abc.Callable[..., typing.Any] | None = None,
+        unpack_single: bool = True,
+    ) -> StepRunner:
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    def call_exact(self, *args: typing.Any) -> typing.Any:
+        """
+        call_exact(*args): runs the steps on exactly n_inputs arguments (the filtered ones
+        through filter), never calling on_error: a failure raises its exception.
+        """
+    def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> typing.Any:
+        """
+        Call self as a function.
+        """
+    @property
+    def n_inputs(self) -> int:
+        """
+        The number of arguments a call takes.
+        """
+    @property
+    def n_steps(self) -> int:
+        """
+        The number of steps.
         """
 def assemble_module(spec: dict) -> dict:
     """
