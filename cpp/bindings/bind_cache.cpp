@@ -30,7 +30,8 @@ const char* outcome_name(Outcome outcome) {
 namespace {
 
 // What a Python build function returns: None, or a dict with any of kind,
-// label, key_material, command, compile_seconds.
+// label, key_material, command, compile_seconds, exports (a list of node
+// keys).
 BuildRecord to_build_record(const py::handle& result) {
     BuildRecord record;
     if (result.is_none()) {
@@ -52,6 +53,9 @@ BuildRecord to_build_record(const py::handle& result) {
     text_of("command", record.command);
     if (info.contains("compile_seconds")) {
         record.compile_seconds = py::cast<double>(info["compile_seconds"]);
+    }
+    if (info.contains("exports")) {
+        record.exports = py::cast<std::vector<std::string>>(info["exports"]);
     }
     return record;
 }
@@ -177,6 +181,9 @@ void init_records(py::module_& m) {
         .def_readonly("size_bytes", &Entry::size_bytes)
         .def_readonly("files", &Entry::files)
         .def_readonly("headers", &Entry::headers)
+        .def_readonly("exports", &Entry::exports,
+                      "The node keys whose functions the entry exports (find_export finds\n"
+                      "it by them); empty for entries without any.")
         .def("file_ending", &Entry::file_ending, py::arg("suffix"),
              "The path of the first file whose name ends with `suffix`, or an empty path.");
     py::class_<CacheEvent>(m, "CacheEvent",
@@ -287,6 +294,17 @@ void init_module_cache(py::module_& m) {
             py::arg("key"),
             "The verified entry, or None (a damaged one is quarantined). Takes no lock.")
         .def(
+            "find_export",
+            [](ModuleCache& cache, const std::string& node_key) {
+                return PythonMonitor::run([&](BuildMonitor* monitor) {
+                    return cache.find_export(node_key, nullptr, monitor);
+                });
+            },
+            py::arg("node_key"),
+            "The verified entry that exports the node `node_key`, found through the\n"
+            "node index (then the shared read-only caches), or None. An index file\n"
+            "that names no such entry is removed. ValueError for a bad key.")
+        .def(
             "get_or_build",
             [](ModuleCache& cache, const std::string& key, const py::function& build) {
                 const BuildFn build_fn = [&build](const std::filesystem::path& staging) {
@@ -300,7 +318,8 @@ void init_module_cache(py::module_& m) {
             py::arg("key"), py::arg("build"),
             "Returns a CacheResult. On a miss, calls build(staging_dir) with the key's\n"
             "lock held; it writes the entry's files and returns None or a dict with\n"
-            "kind, label, key_material, command and compile_seconds.")
+            "kind, label, key_material, command, compile_seconds and exports (node\n"
+            "keys, indexed for find_export).")
         .def(
             "adopt",
             [](ModuleCache& cache, const std::string& key, const py::bytes& metadata,

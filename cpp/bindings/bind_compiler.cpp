@@ -145,6 +145,10 @@ void init_request(py::module_& m) {
         .def_readwrite("prelude", &ModuleRequest::prelude)
         .def_readwrite("units", &ModuleRequest::units,
                        "More translation units, compiled on their own and linked with source.")
+        .def_readwrite("exports", &ModuleRequest::exports,
+                       "The node keys whose functions the module exports: recorded in its\n"
+                       "entry for ModuleCache.find_export (not part of the key). ValueError\n"
+                       "from build_module for one that is not a key.")
         .def_readwrite("shared_code", &ModuleRequest::shared_code,
                        "With units: the support code several of them may hold; a name "
                        "defined in several units by one piece of it is merged at the link.");

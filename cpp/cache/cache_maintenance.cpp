@@ -15,6 +15,7 @@
 #include "cache/entry_check.hpp"
 #include "cache/entry_metadata.hpp"
 #include "cache/module_cache_impl.hpp"
+#include "cache/node_index.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/file_lock.hpp"
 #include "opweave/module_cache.hpp"
@@ -215,6 +216,7 @@ VerifyReport ModuleCache::verify(Repair repair) {
                        counts);
         }
     }
+    cache::verify_node_index(places.version, places.entries, repair, report);
     m_impl->counters.add(counts);
     return report;
 }
@@ -224,16 +226,29 @@ bool ModuleCache::evict(std::string_view key) {
     check_key(key);
     const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
     const auto shard = open_trusted(places.entries, cache::shard_name(key));
-    return shard && cache::discard(places.version, *shard, key);
+    if (!shard) {
+        return false;
+    }
+    const std::vector<std::string> exports = cache::recorded_exports(*shard, key);
+    if (!cache::discard(places.version, *shard, key)) {
+        return false;
+    }
+    cache::unindex_exports(places.version, key, exports);
+    return true;
 }
 
 namespace {
 
 // Removes a listed entry, whatever its name (a stray file in a shard is
-// listed too): by its directory's parent and name.
+// listed too): by its directory's parent and name; then the index files
+// that name it (its exports, as listed).
 bool remove_listed(const cache::Places& places, const Entry& entry) {
     const auto shard = open_trusted(places.entries, entry.dir.parent_path().filename().string());
-    return shard && cache::discard(places.version, *shard, entry.dir.filename().string());
+    if (!shard || !cache::discard(places.version, *shard, entry.dir.filename().string())) {
+        return false;
+    }
+    cache::unindex_exports(places.version, entry.key, entry.exports);
+    return true;
 }
 
 }  // namespace
@@ -245,6 +260,9 @@ std::size_t ModuleCache::clear() {
     for_each_entry_name(places, [&](const util::Dir& shard, const std::string& key) {
         removed += cache::discard(places.version, shard, key) ? 1 : 0;
     });
+    // Every index file names a removed entry, or one published meanwhile
+    // (whose index is then only missing: a miss of find_export).
+    cache::drop_node_index(places.version);
     if (const auto quarantine = open_trusted(places.version, cache::k_quarantine_dir)) {
         std::size_t ignored = 0;
         remove_all(*quarantine, ignored);

@@ -116,6 +116,8 @@ CacheResult ModuleCache::adopt(std::string_view key, const ForeignEntry& foreign
         record.command = entry.command;
         record.compile_seconds = entry.compile_seconds;
         record.headers = headers;
+        // Derived from the verified metadata; get_or_build indexes them.
+        record.exports = entry.exports;
         return record;
     };
     return get_or_build(key, publish, monitor);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "opweave/module_cache.hpp"
 #include "util/json.hpp"
 
 namespace opweave::cache {
@@ -128,6 +129,26 @@ bool read_records(Json& object, const char* name, Read read, std::vector<Record>
     return true;
 }
 
+// "exports": a list of node keys; absent in older entries (none). Anything
+// else makes the metadata unreadable: the keys name index files.
+bool read_exports(Json& object, std::vector<std::string>& out) {
+    Json* value = object.find("exports");
+    if (value == nullptr) {
+        return true;
+    }
+    if (value->array() == nullptr) {
+        return false;
+    }
+    for (Json& item : *value->array()) {
+        std::string* key = item.string();
+        if (key == nullptr || !ModuleCache::is_key(*key)) {
+            return false;
+        }
+        out.push_back(std::move(*key));
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string metadata_json(const Entry& entry) {
@@ -135,7 +156,7 @@ std::string metadata_json(const Entry& entry) {
     for (const EntryFile& file : entry.files) {
         files.emplace_back(Json::Array{file.name, file.size, file.sha256});
     }
-    const Json::Object object = {
+    Json::Object object = {
         {"format", k_metadata_format},
         {"key", entry.key},
         {"kind", entry.kind},
@@ -148,6 +169,11 @@ std::string metadata_json(const Entry& entry) {
         {"files", std::move(files)},
         {"headers", header_lines(entry.headers)},
     };
+    if (!entry.exports.empty()) {
+        // Only when there are some: an entry without exports reads as before.
+        Json::Array exports(entry.exports.begin(), entry.exports.end());
+        object.emplace("exports", std::move(exports));
+    }
     // One member per line, for people who read the file.
     std::string text = "{";
     bool first = true;
@@ -178,7 +204,8 @@ std::optional<Entry> parse_metadata(std::string_view text) {
         read_number(*json, "compile_seconds", entry.compile_seconds) &&
         read_number(*json, "created", entry.created) &&
         read_records<EntryFile>(*json, "files", read_file_record, entry.files) &&
-        read_string(*json, "headers", header_text) && read_header_lines(header_text, entry.headers);
+        read_string(*json, "headers", header_text) &&
+        read_header_lines(header_text, entry.headers) && read_exports(*json, entry.exports);
     if (!complete) {
         return std::nullopt;
     }

@@ -8,7 +8,11 @@
 //   {"format": 2, "key": ..., "kind": ..., "label": ..., "key_material": ...,
 //    "command": ..., "compile_seconds": ..., "created": ...,
 //    "files": [[name, size, sha256], ...],
-//    "headers": "<sha256 or -> <size> <mtime_ns> <ctime_ns> <path>\n..."}
+//    "headers": "<sha256 or -> <size> <mtime_ns> <ctime_ns> <path>\n...",
+//    "exports": [node key, ...]}
+//
+// "exports" is there only when the entry exports nodes (older entries never
+// have it).
 //
 // The headers are one string of lines, not arrays: read on every cache hit,
 // a few hundred of them parse as one string and a scan.

@@ -16,6 +16,7 @@
 #include "cache/header_manifest.hpp"
 #include "cache/link_check.hpp"
 #include "cache/module_key.hpp"
+#include "cache/node_index.hpp"
 #include "cache/staged_prelude.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
@@ -542,6 +543,7 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
 
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor) {
+    cache::check_node_keys(request.exports, "ModuleRequest::exports");
     const Builder builder(cache, compiler, request);
     const std::vector<std::string> unit_keys =
         cache::unit_keys_of(builder.keyed(), compiler, request);
@@ -551,12 +553,17 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     std::vector<BuiltUnit> built_units;
     const BuildFn build = [&](const std::filesystem::path& staging) {
         if (!request.units.empty()) {
-            return builder.linked(key, unit_keys, staging, monitor, build_events, built_units);
+            BuildRecord linked =
+                builder.linked(key, unit_keys, staging, monitor, build_events, built_units);
+            linked.exports = request.exports;
+            return linked;
         }
         const StagedCompile compiled =
             builder.library(key, staging, entry_dir, monitor, build_events);
         name_library_after_content(staging);
-        return builder.record("module", request.label, compiled, staging, entry_dir);
+        BuildRecord record = builder.record("module", request.label, compiled, staging, entry_dir);
+        record.exports = request.exports;
+        return record;
     };
     CacheResult result = cache.get_or_build(key, build, monitor);
     BuiltModule built;

@@ -37,6 +37,7 @@
 #include "cache/entry_check.hpp"
 #include "cache/entry_metadata.hpp"
 #include "cache/module_cache_impl.hpp"
+#include "cache/node_index.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/file_lock.hpp"
 #include "opweave/staging_dir.hpp"
@@ -336,6 +337,8 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
         cache::require_layout_dir(places.version, cache::k_tmp_dir, &result.events);
     StagingDir staging(tmp.fd(), tmp.path(), key);
     const BuildRecord record = build(staging.path());
+    // An export names an index file: a bad one is refused before publishing.
+    cache::check_node_keys(record.exports, "the exports of the build");
     const std::optional<util::Dir> staged = tmp.open_dir(staging.name());
     if (!staged) {
         throw CacheError("the staging directory " + staging.path().string() + " vanished",
@@ -351,6 +354,7 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
     entry.compile_seconds = record.compile_seconds;
     entry.created = util::now_seconds();
     entry.headers = record.headers;
+    entry.exports = record.exports;
     entry.files = cache::seal_files(*staged);
     // The metadata goes last: an entry without it is never trusted.
     if (!staged->write_file(ModuleCache::k_metadata_file, cache::metadata_json(entry))) {
@@ -477,6 +481,9 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
     EntryCheck check = cache::check_entry(shard, key, cache::Memo::use);
     if (check.state == EntryState::valid) {
         touch_if_due(shard, check.entry);
+        // An index file removed since (by find_export, or by the eviction of
+        // another entry that exported the node) is written again.
+        cache::index_exports(places.version, key, check.entry.exports, cache::Overwrite::no);
         counts.hits = 1;
         counts.saved_seconds = check.entry.compile_seconds;
         m_impl->counters.add(counts);
@@ -507,6 +514,11 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
 
         publish_build(places, shard, key, check.state, build, result, counts);
     }
+    // After publishing, outside the lock: the index is only an accelerator,
+    // and a failure to write it is ignored (see node_index.hpp).
+    cache::index_exports(places.version, key, result.entry.exports,
+                         result.outcome == Outcome::built ? cache::Overwrite::yes
+                                                          : cache::Overwrite::no);
     m_impl->counters.add(counts);
     if (m_options.max_total_bytes) {
         prune(m_options.max_total_bytes, std::nullopt, key);

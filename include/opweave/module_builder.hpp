@@ -83,6 +83,12 @@ struct ModuleRequest {
     std::vector<std::string> covered_header_dirs;
     // The prelude the source may be compiled with, if any.
     std::optional<PreludeRequest> prelude;
+    // The node keys whose functions the module exports (each must pass
+    // ModuleCache::is_key, else build_module throws std::invalid_argument):
+    // recorded in the entry it builds (BuildRecord::exports), so that
+    // ModuleCache::find_export finds it. Not part of the key: the source
+    // already spells them.
+    std::vector<std::string> exports;
 };
 
 // What became of one unit while a module was built.
@@ -134,7 +140,8 @@ std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
 // once more without it; when it is not built, `monitor` is told). On a compile failure the source is kept at
 // `<cache root>/v2/failed/<key>.cpp` and the CompileError names that path.
 // Throws LockTimeout, Interrupted (polling `monitor`) and CacheError like
-// ModuleCache::get_or_build.
+// ModuleCache::get_or_build, and std::invalid_argument for an export that is
+// not a key.
 //
 // With units, a miss compiles the source and every unit not in the cache in
 // parallel (threads, each compiler run holding one of the cache's

@@ -11,9 +11,11 @@
 //   <root>/v2/trash/                    entries being deleted
 //   <root>/v2/quarantine/               damaged entries, kept a while for inspection
 //   <root>/v2/failed/<key>.cpp          source of the last failed build of a key
+//   <root>/v2/nodes/<n2>/<node key>     which entry exports a node: that entry's
+//                                       key and "\n" (an index; see find_export)
 //   <root>/v2/stats.json                persistent counters (hits, builds, ...)
 //
-// where <k2> is the first two characters of the key. meta.json records the
+// where <k2> (<n2>) is the first two characters of the key (node key). meta.json records the
 // size and SHA-256 of every file of the entry and the headers its build read
 // (path, size, times, SHA-256). An entry is verified against it before it is
 // returned: a damaged entry is quarantined and built again, never returned,
@@ -113,6 +115,10 @@ struct BuildRecord {
     std::string command;       // the compile command, for display
     double compile_seconds = 0.0;
     std::vector<HeaderRecord> headers;  // checked on every lookup
+    // The node keys whose code the entry holds (each must pass
+    // ModuleCache::is_key): recorded in its metadata and indexed under
+    // nodes/, so that find_export can tell which entry holds a node.
+    std::vector<std::string> exports;
 };
 
 // Builds one entry: writes its files into the given (empty, private) staging
@@ -141,6 +147,7 @@ struct Entry {
     std::uint64_t size_bytes = 0;  // of the files on disk
     std::vector<EntryFile> files;
     std::vector<HeaderRecord> headers;
+    std::vector<std::string> exports;  // see BuildRecord::exports; empty for older entries
 
     // The path of the first file whose name ends with `suffix`, or empty.
     std::filesystem::path file_ending(std::string_view suffix) const;
@@ -257,13 +264,32 @@ public:
     std::optional<Entry> lookup(std::string_view key, std::vector<CacheEvent>* events = nullptr,
                                 BuildMonitor* monitor = nullptr, Blocking wait = Blocking::yes);
 
+    // The verified entry that exports the node `node_key` (see
+    // BuildRecord::exports), or nothing. Reads the node index
+    // (nodes/<n2>/<node key>: a regular file of this user, never a symlink,
+    // holding an entry key), looks that entry up as lookup() does, and
+    // returns it only if its verified metadata lists `node_key`. An index
+    // file that is not such a file, names no usable entry or one that does
+    // not export the node is removed (left as it is in a read-only cache),
+    // and nothing is returned for it. Then the read-only caches of
+    // shared_roots are tried in the same way. Takes no lock but lookup()'s.
+    // Throws std::invalid_argument unless is_key(node_key), and CacheError
+    // as lookup() does.
+    std::optional<Entry> find_export(std::string_view node_key,
+                                     std::vector<CacheEvent>* events = nullptr,
+                                     BuildMonitor* monitor = nullptr);
+
     // Returns the entry, building it with `build` when there is no valid one:
     // takes the key's lock (waiting at most the configured timeout, else
     // LockTimeout; polling `monitor`, else Interrupted), looks again, builds
     // into a staging directory, records every file's size and hash, writes
     // the metadata, and publishes (replacing a stale entry). If `build`
     // throws, nothing is published and the exception propagates. Exactly one
-    // process builds a key at a time. Then enforces max_total_bytes.
+    // process builds a key at a time. Then enforces max_total_bytes. The
+    // node index of the entry's exports is written after it is published (and
+    // on a hit, for exports that have no index file): a failure to write it
+    // is ignored. Throws std::invalid_argument (publishing nothing) if the
+    // build records an export that is not a key.
     CacheResult get_or_build(std::string_view key, const BuildFn& build,
                              BuildMonitor* monitor = nullptr);
 
@@ -299,19 +325,25 @@ public:
     // Repair::yes) before it is reported, so that one replaced or evicted
     // meanwhile is not. With Repair::yes, each bad entry is quarantined, and
     // so is anything in the entries' directories that is not an entry.
+    // Every file of the node index must be a regular file of this user named
+    // by a key, in the directory of its first two characters, naming an
+    // entry whose metadata lists that key; the others are problems, removed
+    // with Repair::yes.
     VerifyReport verify(Repair repair);
 
-    // Removes one entry. Returns whether it existed.
+    // Removes one entry (and the node index files that name it). Returns
+    // whether it existed.
     bool evict(std::string_view key);
 
-    // Removes every entry and resets the counters. Returns how many entries
-    // were removed.
+    // Removes every entry and the node index, and resets the counters.
+    // Returns how many entries were removed.
     std::size_t clear();
 
     // Removes entries last used more than `older_than_seconds` ago, then the
     // least recently used ones until the total size is at most
     // `max_total_bytes`. Either limit may be omitted. The entry of `keep`, if
-    // given, is never removed.
+    // given, is never removed. The node index files that name a removed
+    // entry are removed too.
     PruneResult prune(std::optional<std::uint64_t> max_total_bytes,
                       std::optional<double> older_than_seconds, std::string_view keep = {});
 
@@ -334,6 +366,10 @@ private:
     void refuse_if_read_only(const char* what) const;
     std::optional<Entry> lookup_read_only(std::string_view key,
                                           std::vector<CacheEvent>* events) const;
+    // find_export in this cache, without removing anything (read_only or
+    // a shared layer).
+    std::optional<Entry> find_export_read_only(std::string_view node_key,
+                                               std::vector<CacheEvent>* events) const;
 
     class Impl;
     std::filesystem::path m_root;

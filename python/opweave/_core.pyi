@@ -157,6 +157,12 @@ class Entry:
     def environment(self) -> str:
         ...
     @property
+    def exports(self) -> list[str]:
+        """
+        The node keys whose functions the entry exports (find_export finds
+        it by them); empty for entries without any.
+        """
+    @property
     def kind(self) -> str:
         ...
     @property
@@ -315,6 +321,12 @@ class ModuleCache:
         """
         Removes one entry; returns whether it existed.
         """
+    def find_export(self, node_key: str) -> Entry | None:
+        """
+        The verified entry that exports the node `node_key`, found through the
+        node index (then the shared read-only caches), or None. An index file
+        that names no such entry is removed. ValueError for a bad key.
+        """
     def flush_counters(self) -> None:
         """
         Writes the counters this object gathered to disk now.
@@ -323,7 +335,8 @@ class ModuleCache:
         """
         Returns a CacheResult. On a miss, calls build(staging_dir) with the key's
         lock held; it writes the entry's files and returns None or a dict with
-        kind, label, key_material, command and compile_seconds.
+        kind, label, key_material, command, compile_seconds and exports (node
+        keys, indexed for find_export).
         """
     def keep_failed_source(self, key: str, source: str) -> pathlib.Path:
         ...
@@ -667,6 +680,16 @@ class ModuleRequest:
         """
     @environment.setter
     def environment(self, arg0: str) -> None:
+        ...
+    @property
+    def exports(self) -> list[str]:
+        """
+        The node keys whose functions the module exports: recorded in its
+        entry for ModuleCache.find_export (not part of the key). ValueError
+        from build_module for one that is not a key.
+        """
+    @exports.setter
+    def exports(self, arg0: collections.abc.Sequence[str]) -> None:
         ...
     @property
     def extra(self) -> str:
