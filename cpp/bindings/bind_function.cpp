@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "bindings/bindings.hpp"
+#include "bindings/failed_call.hpp"
 #include "opweave/graph_abi.h"
 
 namespace py = pybind11;
@@ -108,35 +109,13 @@ PyObject* run_graph(FunctionObject* self, PyObject* const* args, PyObject* const
 // Hands a failed or unusual call to the Python fallback. Steals nothing.
 PyObject* call_fallback(FunctionObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames, int failed_block) {
-    PyObject* error = NULL;
-    if (PyErr_Occurred()) {
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        PyErr_NormalizeException(&type, &value, &traceback);
-        if (traceback != NULL && value != NULL) {
-            PyException_SetTraceback(value, traceback);
-        }
-        Py_XDECREF(type);
-        Py_XDECREF(traceback);
-        error = value;
-    }
-    PyObject* positional = PyTuple_New(nargs);
-    PyObject* keywords = kwnames != NULL ? PyDict_New() : Py_NewRef(Py_None);
+    PyObject* error = fetch_error();
+    PyObject* positional = NULL;
+    PyObject* keywords = NULL;
     PyObject* result = NULL;
-    if (positional != NULL && keywords != NULL) {
-        for (Py_ssize_t i = 0; i < nargs; ++i) {
-            PyTuple_SET_ITEM(positional, i, Py_NewRef(args[i]));
-        }
-        bool ok = true;
-        if (kwnames != NULL) {
-            for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(kwnames); ++i) {
-                ok = PyDict_SetItem(keywords, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) == 0;
-            }
-        }
-        if (ok) {
-            result = PyObject_CallFunction(self->fallback, "OOOi", positional, keywords,
-                                           error != NULL ? error : Py_None, failed_block);
-        }
+    if (pack_call(args, nargs, kwnames, &positional, &keywords) == 0) {
+        result = PyObject_CallFunction(self->fallback, "OOOi", positional, keywords,
+                                       error != NULL ? error : Py_None, failed_block);
     }
     Py_XDECREF(positional);
     Py_XDECREF(keywords);

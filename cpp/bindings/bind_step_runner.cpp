@@ -26,6 +26,7 @@
 #include <cstddef>
 
 #include "bindings/bindings.hpp"
+#include "bindings/failed_call.hpp"
 #include "opweave/graph_abi.h"
 
 namespace py = pybind11;
@@ -276,45 +277,17 @@ PyObject* run_steps(StepRunnerObject* self, PyObject* const* args, Failure* fail
     return result;
 }
 
-// The raised exception, normalized and with its traceback attached (a new
-// reference), or NULL if none is set. Clears it.
-PyObject* fetch_error() {
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (type == NULL) {
-        return NULL;
-    }
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (traceback != NULL && value != NULL) {
-        PyException_SetTraceback(value, traceback);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-}
-
 // on_error(args, kwargs or None, error or None, step, block). Takes the
 // raised exception, if any, as `error`.
 PyObject* call_on_error(StepRunnerObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames, Py_ssize_t step, int block) {
     PyObject* error = fetch_error();
-    PyObject* positional = PyTuple_New(nargs);
-    PyObject* keywords = kwnames != NULL ? PyDict_New() : Py_NewRef(Py_None);
+    PyObject* positional = NULL;
+    PyObject* keywords = NULL;
     PyObject* result = NULL;
-    if (positional != NULL && keywords != NULL) {
-        for (Py_ssize_t i = 0; i < nargs; ++i) {
-            PyTuple_SET_ITEM(positional, i, Py_NewRef(args[i]));
-        }
-        bool ok = true;
-        if (kwnames != NULL) {
-            for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(kwnames); ++i) {
-                ok = PyDict_SetItem(keywords, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) == 0;
-            }
-        }
-        if (ok) {
-            result = PyObject_CallFunction(self->on_error, "OOOni", positional, keywords,
-                                           error != NULL ? error : Py_None, step, block);
-        }
+    if (pack_call(args, nargs, kwnames, &positional, &keywords) == 0) {
+        result = PyObject_CallFunction(self->on_error, "OOOni", positional, keywords,
+                                       error != NULL ? error : Py_None, step, block);
     }
     Py_XDECREF(positional);
     Py_XDECREF(keywords);
