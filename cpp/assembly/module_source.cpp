@@ -43,7 +43,7 @@ constexpr const char* k_fail_macros =
 
 // The graph ABI (include/opweave/graph_abi.h), repeated so that generated
 // modules need no opweave header.
-constexpr const char* k_abi_glue =
+constexpr const char* k_abi_type =
     "typedef struct opweave_graph_abi {\n"
     "    int abi_version;\n"
     "    int n_inputs;\n"
@@ -53,7 +53,10 @@ constexpr const char* k_abi_glue =
     "    int (*run)(void* graph, PyObject* const* inputs, PyObject** outputs);\n"
     "    void (*destroy)(void* graph);\n"
     "} opweave_graph_abi;\n"
-    "\n"
+    "\n";
+
+// The ABI functions of the graph struct in scope (the module's or an export's).
+constexpr const char* k_abi_functions =
     "static void* opweave_create(PyObject* const* orphans) {\n"
     "    opweave_graph* graph = new (std::nothrow) opweave_graph();\n"
     "    if (graph == NULL) { PyErr_NoMemory(); return NULL; }\n"
@@ -78,11 +81,13 @@ constexpr const char* k_abi_glue =
     "    delete self;\n"
     "}\n";
 
-constexpr const char* k_module_tail =
+constexpr const char* k_exec_head =
     "static int opweave_exec(PyObject* module) {\n"
     "    PyObject* done = opweave_module_init();\n"
     "    if (done == NULL) { return -1; }\n"
-    "    Py_DECREF(done);\n"
+    "    Py_DECREF(done);\n";
+
+constexpr const char* k_module_tail =
     "    PyObject* abi = PyCapsule_New((void*)&opweave_abi_table, OPWEAVE_ABI_CAPSULE, NULL);\n"
     "    if (abi == NULL) { return -1; }\n"
     "    int status = PyModule_AddObjectRef(module, \"abi\", abi);\n"
@@ -100,6 +105,23 @@ constexpr const char* k_module_tail =
     "};\n"
     "\n"
     "PyMODINIT_FUNC PyInit_opweave_graph(void) { return PyModuleDef_Init(&opweave_moduledef); }\n";
+
+// What lays out one graph: the module's own or an export.
+struct GraphParts {
+    const std::vector<std::vector<CodeFragment>>& definitions;
+    const std::vector<CodeFragment>& members;
+    const std::vector<std::vector<CodeFragment>>& step_functions;
+    const std::vector<Step>& init_steps;
+    const std::vector<Step>& run_steps;
+    int n_inputs;
+    int n_outputs;
+    int n_orphans;
+};
+
+GraphParts parts_of(const ModuleSpec& spec) {
+    return {spec.definitions, spec.members,   spec.step_functions, spec.init_steps,
+            spec.run_steps,   spec.n_inputs,  spec.n_outputs,      spec.n_orphans};
+}
 
 void check_origin(const ModuleSpec& spec, const CodeFragment& fragment) {
     if (fragment.origin != k_no_origin && fragment.origin >= spec.origins.size()) {
@@ -139,24 +161,48 @@ void check_fragments(const ModuleSpec& spec, const std::vector<CodeFragment>& fr
     }
 }
 
-void validate(const ModuleSpec& spec) {
-    if (spec.n_inputs < 0 || spec.n_outputs < 0 || spec.n_orphans < 0) {
+void validate_graph(const ModuleSpec& spec, const GraphParts& graph) {
+    if (graph.n_inputs < 0 || graph.n_outputs < 0 || graph.n_orphans < 0) {
         throw std::invalid_argument("module spec: negative input, output or orphan count");
     }
     std::set<int> ids;
-    for (const auto* steps : {&spec.init_steps, &spec.run_steps}) {
+    for (const auto* steps : {&graph.init_steps, &graph.run_steps}) {
         for (const Step& step : *steps) {
             check_step(ids, step);
         }
     }
-    for (const auto* list :
-         {&spec.support_code, &spec.members, &spec.init_code, &spec.init_code_apply}) {
-        check_fragments(spec, *list);
-    }
-    for (const auto* list : {&spec.definitions, &spec.step_functions}) {
+    check_fragments(spec, graph.members);
+    for (const auto* list : {&graph.definitions, &graph.step_functions}) {
         for (const std::vector<CodeFragment>& definition : *list) {
             check_fragments(spec, definition);
         }
+    }
+}
+
+bool is_export_key(const std::string& key) {
+    return !key.empty() && key.size() <= 128 &&
+           std::all_of(key.begin(), key.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+           });
+}
+
+void validate(const ModuleSpec& spec) {
+    validate_graph(spec, parts_of(spec));
+    std::set<std::string> keys;
+    for (const GraphExport& graph : spec.exports) {
+        if (!is_export_key(graph.key) || !keys.insert(graph.key).second ||
+            !is_identifier(graph.table)) {
+            throw std::invalid_argument("module spec: export '" + graph.key +
+                                        "' needs a key of 1 to 128 characters of "
+                                        "[0-9A-Za-z_-] used once, and a table named by a C "
+                                        "identifier");
+        }
+        for (const std::vector<CodeFragment>& definition : graph.definitions) {
+            check_fragments(spec, definition);
+        }
+    }
+    for (const auto* list : {&spec.support_code, &spec.init_code, &spec.init_code_apply}) {
+        check_fragments(spec, *list);
     }
     for (const UnitSpec& unit : spec.units) {
         check_fragments(spec, unit.support_code);
@@ -323,7 +369,7 @@ void write_table(std::string& text, std::string& args, int& n_args, const char* 
 }
 
 // Returns where the run steps' arguments start.
-int write_tables(SourceWriter& out, const ModuleSpec& spec) {
+int write_tables(SourceWriter& out, const GraphParts& spec) {
     std::string tables;
     std::string args;
     int n_args = 0;
@@ -342,13 +388,13 @@ int write_tables(SourceWriter& out, const ModuleSpec& spec) {
 // translation unit (see UnitSpec).
 constexpr const char* k_shared_namespace = "opweave_code";
 
-void write_graph(SourceWriter& out, const ModuleSpec& spec) {
-    out.raw(spec.units.empty() ? "namespace {\n\n"
-                               : "namespace " + std::string(k_shared_namespace) + " {\n\n");
+// The graph struct of `graph`, its step functions and tables, and its
+// init/cleanup/run, in the namespace the caller opened.
+void write_graph_body(SourceWriter& out, const GraphParts& graph) {
     out.raw(k_step_types);
-    write_definitions(out, spec.definitions);
+    write_definitions(out, graph.definitions);
     out.raw("struct opweave_graph {\n    int __init_reached;\n");
-    for (const CodeFragment& member : spec.members) {
+    for (const CodeFragment& member : graph.members) {
         out.fragment(member);
     }
     out.raw(
@@ -356,11 +402,21 @@ void write_graph(SourceWriter& out, const ModuleSpec& spec) {
         "    void cleanup();\n"
         "    int run(PyObject* const* inputs, PyObject** outputs);\n"
         "};\n\n");
-    write_definitions(out, spec.step_functions);
-    const int run_args = write_tables(out, spec);
+    write_definitions(out, graph.step_functions);
+    const int run_args = write_tables(out, graph);
     out.raw(k_graph_methods);
-    out.raw(spec.run_steps.size() <= k_unrolled_steps ? unrolled_run(spec.run_steps, run_args)
-                                                      : k_run_loop);
+    out.raw(graph.run_steps.size() <= k_unrolled_steps ? unrolled_run(graph.run_steps, run_args)
+                                                       : k_run_loop);
+}
+
+std::string open_namespace(const ModuleSpec& spec) {
+    return spec.units.empty() ? "namespace {\n\n"
+                              : "namespace " + std::string(k_shared_namespace) + " {\n\n";
+}
+
+void write_graph(SourceWriter& out, const ModuleSpec& spec) {
+    out.raw(open_namespace(spec));
+    write_graph_body(out, parts_of(spec));
     if (spec.units.empty()) {
         out.raw("}  // namespace\n\n");
     } else {
@@ -369,14 +425,57 @@ void write_graph(SourceWriter& out, const ModuleSpec& spec) {
     }
 }
 
+std::string abi_table(const GraphParts& graph) {
+    return "\nstatic const opweave_graph_abi opweave_abi_table = {\n    " +
+           std::to_string(k_graph_layout_version) + ", " + std::to_string(graph.n_inputs) +
+           ", " + std::to_string(graph.n_outputs) + ", " + std::to_string(graph.n_orphans) +
+           ",\n    opweave_create, opweave_run, opweave_destroy,\n};\n\n";
+}
+
 void write_abi(SourceWriter& out, const ModuleSpec& spec) {
     out.raw("#define OPWEAVE_ABI_CAPSULE \"opweave.graph_abi.v" +
             std::to_string(k_graph_layout_version) + "\"\n");
-    out.raw(k_abi_glue);
-    out.raw("\nstatic const opweave_graph_abi opweave_abi_table = {\n    " +
-            std::to_string(k_graph_layout_version) + ", " + std::to_string(spec.n_inputs) +
-            ", " + std::to_string(spec.n_outputs) + ", " + std::to_string(spec.n_orphans) +
-            ",\n    opweave_create, opweave_run, opweave_destroy,\n};\n\n");
+    out.raw(k_abi_type);
+    out.raw(k_abi_functions);
+    out.raw(abi_table(parts_of(spec)));
+}
+
+// The exports' definitions, in the module's namespace: they see its
+// definitions, and the graph ABI type is defined above them.
+void write_exports(SourceWriter& out, const ModuleSpec& spec) {
+    if (spec.exports.empty()) {
+        return;
+    }
+    out.raw(open_namespace(spec));
+    for (const GraphExport& graph : spec.exports) {
+        write_definitions(out, graph.definitions);
+    }
+    out.raw("}  // namespace\n\n");
+}
+
+// The part of the module's exec that fills its `nodes` dict (nothing when
+// there are no exports, so that the text of other modules does not change).
+std::string exports_exec(const ModuleSpec& spec) {
+    if (spec.exports.empty()) {
+        return "";
+    }
+    const std::string scope = spec.units.empty() ? "" : std::string(k_shared_namespace) + "::";
+    std::string text = "    PyObject* nodes = PyDict_New();\n    if (nodes == NULL) { return -1; }\n";
+    for (std::size_t i = 0; i < spec.exports.size(); ++i) {
+        text += "    {\n        PyObject* table = PyCapsule_New((void*)&" + scope +
+                spec.exports[i].table +
+                ", OPWEAVE_ABI_CAPSULE, NULL);\n"
+                "        if (table == NULL || PyDict_SetItemString(nodes, \"" +
+                spec.exports[i].key +
+                "\", table) != 0) {\n            Py_XDECREF(table);\n"
+                "            Py_DECREF(nodes);\n            return -1;\n        }\n"
+                "        Py_DECREF(table);\n    }\n";
+    }
+    text +=
+        "    int added = PyModule_AddObjectRef(module, \"nodes\", nodes);\n"
+        "    Py_DECREF(nodes);\n"
+        "    if (added != 0) { return -1; }\n";
+    return text;
 }
 
 void write_module_init(SourceWriter& out, const ModuleSpec& spec,
@@ -395,6 +494,8 @@ void write_module_init(SourceWriter& out, const ModuleSpec& spec,
         out.fragment(fragment);
     }
     out.raw("    Py_RETURN_NONE;\n}\n\n");
+    out.raw(k_exec_head);
+    out.raw(exports_exec(spec));
     out.raw(k_module_tail);
 }
 
@@ -443,6 +544,7 @@ AssembledModule assemble_module(const ModuleSpec& spec) {
     write_head(out, "", spec.headers, spec.support_code);
     write_graph(out, spec);
     write_abi(out, spec);
+    write_exports(out, spec);
     write_module_init(out, spec, module.units);
 
     module.text = out.take_text();

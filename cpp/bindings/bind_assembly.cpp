@@ -80,6 +80,20 @@ UnitSpec to_unit(const py::handle& item) {
     return out;
 }
 
+int to_count(const py::dict& spec, const char* key) {
+    return spec.contains(key) ? spec[key].cast<int>() : 0;
+}
+
+// {key, table, definitions}
+GraphExport to_export(const py::handle& item) {
+    const auto graph = item.cast<py::dict>();
+    GraphExport out;
+    out.key = graph["key"].cast<std::string>();
+    out.table = graph["table"].cast<std::string>();
+    out.definitions = to_definitions(graph, "definitions");
+    return out;
+}
+
 py::list to_line_map(const std::vector<LineRange>& ranges) {
     py::list line_map;
     for (const LineRange& range : ranges) {
@@ -116,9 +130,14 @@ ModuleSpec to_spec(const py::dict& spec) {
             out.units.push_back(to_unit(unit));
         }
     }
-    out.n_inputs = spec.contains("n_inputs") ? spec["n_inputs"].cast<int>() : 0;
-    out.n_outputs = spec.contains("n_outputs") ? spec["n_outputs"].cast<int>() : 0;
-    out.n_orphans = spec.contains("n_orphans") ? spec["n_orphans"].cast<int>() : 0;
+    if (spec.contains("exports")) {
+        for (const py::handle graph : spec["exports"]) {
+            out.exports.push_back(to_export(graph));
+        }
+    }
+    out.n_inputs = to_count(spec, "n_inputs");
+    out.n_outputs = to_count(spec, "n_outputs");
+    out.n_orphans = to_count(spec, "n_orphans");
     if (spec.contains("source_name")) {
         out.source_name = spec["source_name"].cast<std::string>();
     }
@@ -164,6 +183,9 @@ void init_assembly(py::module_& m) {
         "  n_inputs, n_outputs, n_orphans: int, source_name: str,\n"
         "  units: [{headers, support_code, definitions, init_code, init_code_apply}]\n"
         "    (compile units, see module_source.hpp),\n"
+        "  exports: [{key, table, definitions}] (graphs exported besides the module's\n"
+        "    own: `definitions` define the opweave_graph_abi `table`; the module's\n"
+        "    `nodes` dict maps each key to a capsule of its table),\n"
         "where every fragment is (text, origin index or -1). Returns a dict with\n"
         "the module `text`, its `content_key` (SHA-256), `line_map`:\n"
         "[(first_line, last_line, origin)], and `units`: [{text, init_function,\n"

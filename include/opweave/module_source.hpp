@@ -16,8 +16,10 @@
 //   step functions       -- what the steps call; they see opweave_graph
 //   the step tables (constant data)
 //   }
-//   the graph ABI table (graph_abi.h) and a multi-phase PyInit that runs the
-//   module init code and exports the table as the capsule "abi".
+//   the graph ABI table (graph_abi.h)
+//   the exports' definitions (each a graph ABI table and what it runs)
+//   a multi-phase PyInit that runs the module init code and exports the
+//   table as the capsule "abi", and the exports' tables in the dict "nodes".
 //
 // A graph runs as a loop over a constant table of steps, so the code that
 // run() compiles to does not grow with the graph: what grows is data, and
@@ -99,6 +101,17 @@ struct UnitSpec {
     std::vector<CodeFragment> init_code_apply;  // after init_code, kept as is
 };
 
+// A graph the module exports besides its own: the graph of one node, under
+// the key of that node's code. `definitions` define, in the module's
+// namespace and after its graph, a static opweave_graph_abi named `table`
+// (graph_abi.h; the type is defined there), with whatever it needs that the
+// module's definitions lack.
+struct GraphExport {
+    std::string key;    // 1 to 128 characters of [0-9A-Za-z_-]
+    std::string table;  // a C identifier
+    std::vector<std::vector<CodeFragment>> definitions;
+};
+
 struct ModuleSpec {
     std::vector<CodeOrigin> origins;
     std::vector<std::string> headers;            // "<x.h>", "\"x.h\"" or x.h (quoted for you)
@@ -113,6 +126,9 @@ struct ModuleSpec {
     std::vector<CodeFragment> init_code;         // module init, exact duplicates dropped
     std::vector<CodeFragment> init_code_apply;   // module init, after init_code, kept as is
     std::vector<UnitSpec> units;                 // none: one translation unit
+    // Graphs exported besides the module's own; the module's attribute
+    // `nodes` maps each export's key to a capsule of its graph ABI table.
+    std::vector<GraphExport> exports;
     int n_inputs = 0;
     int n_outputs = 0;
     int n_orphans = 0;

@@ -237,3 +237,49 @@ OPWEAVE_TEST(units_are_laid_out_on_their_own_and_initialised_by_the_module) {
     spec.units.clear();
     CHECK(opweave::assemble_module(spec).text.find("namespace {\n") != std::string::npos);
 }
+
+OPWEAVE_TEST(exports_come_after_the_graph_and_fill_the_nodes_dict) {
+    ModuleSpec spec = two_block_spec();
+    const std::string plain = opweave::assemble_module(spec).text;
+    CHECK(plain.find("\"nodes\"") == std::string::npos);  // no exports: the text of before
+    opweave::GraphExport graph;
+    graph.key = "0123abcd-node_key";
+    graph.table = "opweave_node_one";
+    graph.definitions = {{{"static const opweave_graph_abi opweave_node_one = {};\n", 1}}};
+    spec.exports = {graph};
+    const opweave::AssembledModule module = opweave::assemble_module(spec);
+    const std::string& text = module.text;
+    CHECK(at(text, "static const opweave_graph_abi opweave_abi_table") <
+          at(text, "static const opweave_graph_abi opweave_node_one"));
+    CHECK(at(text, "opweave_node_one = {};") < at(text, "static int opweave_exec("));
+    CHECK(text.find("PyCapsule_New((void*)&opweave_node_one, OPWEAVE_ABI_CAPSULE, NULL)") !=
+          std::string::npos);
+    CHECK(text.find("PyDict_SetItemString(nodes, \"0123abcd-node_key\", table)") !=
+          std::string::npos);
+    CHECK(text.find("PyModule_AddObjectRef(module, \"nodes\", nodes)") != std::string::npos);
+    // The export's fragment is attributed to its origin.
+    const int line = line_of(text, "opweave_node_one = {};");
+    CHECK_EQ(opweave::origin_of_line(module, line), 1u);
+    // With units, the table is named in the shared namespace.
+    spec.units = {opweave::UnitSpec{}};
+    CHECK(opweave::assemble_module(spec).text.find("&opweave_code::opweave_node_one") !=
+          std::string::npos);
+}
+
+OPWEAVE_TEST(bad_exports_are_rejected) {
+    ModuleSpec spec = two_block_spec();
+    opweave::GraphExport graph;
+    graph.key = "key\"with quote";
+    graph.table = "t";
+    spec.exports = {graph};
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+    spec.exports[0].key = "good_key";
+    spec.exports[0].table = "not an identifier";
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+    spec.exports[0].table = "t";
+    spec.exports.push_back(spec.exports[0]);  // the same key twice
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+    spec.exports.pop_back();
+    spec.exports[0].definitions = {{{"x", 99}}};  // an origin out of range
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+}
