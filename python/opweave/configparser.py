@@ -403,6 +403,7 @@ class OpweaveConfig:
     def __init__(self, flags: str = "") -> None:
         object.__setattr__(self, "_options", {option.name: option for option in _OPTIONS})
         object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_snapshot", None)
         for name, text in _split_flags(flags):
             if name not in self._options:
                 _warn(
@@ -439,10 +440,20 @@ class OpweaveConfig:
         if name not in self._options:
             raise AttributeError(f"opweave has no configuration option {name!r}")
         self._values[name] = self._parse(name, value)
+        object.__setattr__(self, "_snapshot", None)
 
     def options(self) -> dict[str, ConfigOption]:
         """Every option, by name."""
         return dict(self._options)
+
+    def snapshot(self) -> tuple[tuple[str, str], ...]:
+        """Every option and its value, as a hashable value: equal snapshots
+        mean the same configuration. Kept until an option is set."""
+        found = object.__getattribute__(self, "_snapshot")
+        if found is None:
+            found = tuple((name, repr(getattr(self, name))) for name in sorted(self._options))
+            object.__setattr__(self, "_snapshot", found)
+        return found
 
     @contextlib.contextmanager
     def change_flags(self, **changes: Any) -> Iterator[None]:
@@ -459,6 +470,7 @@ class OpweaveConfig:
                     self._values.pop(name, None)
                 else:
                     self._values[name] = value
+            object.__setattr__(self, "_snapshot", None)
 
 
 def _warn(message: str) -> None:

@@ -40,8 +40,8 @@ from opweave.graph.basic import (
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.utils import MethodNotDefined, not_defined_errors, register_not_defined
 from opweave.link.basic import PerformLinker
+from opweave.link.c._node_keys import single_node_graph as _single_node_graph
 from opweave.link.c.basic import CLinker, DualLinker, OpWiseCLinker
-from opweave.link.c.opwise import _single_node_graph
 from opweave.link.c.spec import MissingCCode
 from opweave.link.vm import VMLinker
 from opweave.tensor import dvector

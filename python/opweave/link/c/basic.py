@@ -12,7 +12,7 @@ import logging
 import re
 import shlex
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -20,11 +20,20 @@ import numpy as np
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
-from opweave.graph.basic import graph_variables, is_constant
+from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import cmodule
+from opweave.link.c._export import node_block
 from opweave.link.c._flags import remove_flags, uniq_flags
 from opweave.link.c._linker import linker_flags
+from opweave.link.c._node_keys import (
+    NodeCode,
+    export_parts,
+    job_signature,
+    node_code,
+    single_node_graph,
+    with_exports,
+)
 from opweave.link.c.hooks import call_optional_hook
 from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
 from opweave.link.c.sanitize import sanitizer_flags
@@ -35,7 +44,14 @@ from opweave.link.thunk import Linker
 if TYPE_CHECKING:
     from opweave.link.c.dual import DualLinker
 
-__all__ = ["CLinker", "CompiledGraph", "DualLinker", "MissingCCode", "OpWiseCLinker"]
+__all__ = [
+    "CLinker",
+    "CompiledGraph",
+    "DualLinker",
+    "MissingCCode",
+    "OpWiseCLinker",
+    "compute_node_code",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -95,9 +111,13 @@ class CLinker(Linker):
         schedule: Any = None,
         numbers: dict[int, int] | None = None,
         python_fallback: bool = False,
+        export_nodes: bool = False,
     ) -> None:
         self.fgraph: FunctionGraph | None = None
         self.schedule = schedule
+        # Whether the module also exports the graph of each of its nodes
+        # (see opweave.link.c._node_keys), for the per-node linker to reuse.
+        self.export_nodes = export_nodes
         # id(node) -> its number in messages, for a graph taken from a larger one
         self.numbers = numbers
         self.python_fallback = python_fallback
@@ -269,8 +289,10 @@ class CLinker(Linker):
         start = time.perf_counter()
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
-        hooks = time.perf_counter()
         job = self.compile_job(graph.objects, compiler)
+        if self.export_nodes:
+            graph = self._with_exports(graph, job)
+        hooks = time.perf_counter()
         whole_because = ""
         try:
             compiled, assembly = self._load(graph, graph.spec, job, compiler)
@@ -295,6 +317,24 @@ class CLinker(Linker):
             node_blocks=graph.node_blocks,
         )
 
+    def _with_exports(self, graph: GraphSpec, job: _core.CompileJob) -> GraphSpec:
+        """``graph`` exporting the code of each of its nodes that compiles
+        with ``job`` (see :mod:`._node_keys`)."""
+        wanted = job_signature(job)
+        given = {id(v) for v in self.bound_graph().inputs}
+        codes = []
+        for node in self.order():
+            try:
+                code = node_code(node, compute_node_code, given)
+            except MissingCCode:
+                continue  # compile() raises it for the whole graph
+            if code.job == wanted:
+                codes.append(code)
+        names = graph.definition_names
+        spec = with_exports(graph.spec, names, codes)
+        whole = None if graph.whole is None else with_exports(graph.whole, names, codes)
+        return graph._replace(spec=spec, whole=whole)
+
     def _load(
         self, graph: GraphSpec, spec: dict[str, Any], job: _core.CompileJob, compiler: Any
     ) -> tuple[cmodule.CompiledModule, float]:
@@ -309,17 +349,45 @@ class CLinker(Linker):
             prelude=cmodule.prelude_request(spec.get("headers", ()), job),
             units=[unit["text"] for unit in assembled["units"]],
         )
+        request.exports = [graph["key"] for graph in spec.get("exports", ())]
         if assembled["units"]:  # what several units may hold (see ModuleRequest)
             parts = [spec, *spec["units"]]
             shared = (text for part in parts for text, _ in part["support_code"])
             request.shared_code = list(dict.fromkeys(shared))
         assembly = time.perf_counter() - start
         try:
-            return cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler), assembly
+            compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)
+            cmodule.remember_exports(compiled)
+            return compiled, assembly
         except CompileError as error:
             if assembled["units"]:
                 raise
             raise _explained(error, assembled["line_map"], graph.origins, spec) from None
+
+
+def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
+    """The code of ``node`` (see :mod:`._node_keys`): its one-node graph's
+    spec, compile job and module key, ``given`` the ids of the constants it
+    takes as inputs. MissingCCode if it has no C code."""
+    fgraph, positions = single_node_graph(node, given)
+    linker = CLinker().accept(fgraph)
+    compiler = linker.compiler()
+    graph = linker.graph_spec(compiler)
+    if graph.whole is not None:  # a unit threshold of 1: the graph as one unit
+        graph = graph._replace(spec=graph.whole, whole=None)
+    job = linker.compile_job(graph.objects, compiler)
+    assembled = _core.assemble_module(graph.spec)
+    request = cmodule.module_request(assembled["text"], job, linker.key_extra(graph.objects))
+    assert graph.node_plan is not None
+    key = _core.request_key(compiler, request)
+    return NodeCode(
+        key,
+        tuple(positions),
+        graph.orphans,
+        export_parts(graph, key),
+        job_signature(job),
+        node_block(graph.node_plan),
+    )
 
 
 def _first_error(error: CompileError) -> str:

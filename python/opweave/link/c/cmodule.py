@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from opweave import _core
 from opweave.configparser import config
@@ -73,6 +73,8 @@ _caches: dict[tuple[object, ...], _core.ModuleCache] = {}
 _compilers: dict[tuple[str, str], _core.SystemCompiler] = {}
 _private: list[_core.ModuleCache] = []  # the fallback cache, made on first need
 _loaded: dict[str, ModuleType] = {}  # imported modules, by library path
+# node code key -> (entry key, library) of the module this process last found exporting it
+_export_memo: dict[str, tuple[str, str]] = {}
 
 
 def get_module_cache() -> _core.ModuleCache:
@@ -472,6 +474,75 @@ def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
             built.compile_seconds,
             f" from {len(built.units)} units ({reused} reused)" if built.units else "",
         )
+
+
+def remember_exports(compiled: CompiledModule) -> None:
+    """Notes, for this process, the node codes ``compiled`` exports (see
+    opweave.link.c._node_keys), so that :func:`load_exports` checks its
+    entry rather than reading the index for each of them."""
+    for key in getattr(compiled.module, "nodes", {}):
+        _export_memo[key] = (compiled.key, str(compiled.library))
+
+
+def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None]:
+    """For each node code of ``keys``, a module exporting it and the graph
+    ABI capsule of that export, or None when no module holds it. Every
+    entry used is verified, as every entry is before it is used (a changed
+    header makes it stale: then None, and the node is compiled again),
+    once per call however many of its exports are used. Entries this
+    process already used are checked directly; the others are found through
+    the cache's node-code index."""
+    try:
+        cache = get_module_cache()
+    except OpweaveError as error:  # an unusable cache: the nodes are compiled instead
+        _log.debug("cannot look up node codes: %s", error)
+        return dict.fromkeys(keys)
+    checked: dict[str, Any] = {}
+    found: dict[str, tuple[ModuleType, Any] | None] = {}
+    for key in keys:
+        if key in found:
+            continue
+        entry = None
+        entry_key, library = _export_memo.get(key, ("", ""))
+        if entry_key:
+            if entry_key not in checked:
+                checked[entry_key] = _verified(cache.lookup, entry_key)
+            entry = checked[entry_key]
+            if entry is None or str(entry.file_ending(".so")) != library:
+                entry = None
+        if entry is None:
+            entry = _verified(cache.find_export, key)
+            if entry is not None:
+                checked[entry.key] = entry
+        found[key] = None if entry is None else _exported(cache, entry, key)
+    return found
+
+
+def _verified(find: Any, key: str) -> Any:
+    try:
+        return find(key)
+    except OpweaveError as error:  # e.g. an entry another user owns: compiled instead
+        _log.debug("cannot look up %s: %s", key[:12], error)
+        return None
+
+
+def _exported(cache: _core.ModuleCache, entry: Any, key: str) -> tuple[ModuleType, Any] | None:
+    """The module of ``entry`` (verified) and its export ``key``."""
+    if key not in entry.exports:
+        return None
+    library = entry.file_ending(".so")
+    try:
+        module = _import(Path(library), _core.GRAPH_MODULE_NAME)
+    except (ImportError, OSError) as error:
+        _log.warning("cache entry %s cannot be loaded (%s); setting it aside", entry.dir, error)
+        cache.quarantine(entry.key, f"cannot be loaded: {error}", Path(library).name)
+        return None
+    exported = getattr(module, "nodes", {})
+    if key not in exported:  # its metadata lists the key: the library does not match it
+        _log.warning("cache entry %s does not export node code %s", entry.dir, key[:12])
+        return None
+    _export_memo[key] = (entry.key, str(library))
+    return module, exported[key]
 
 
 def _import(library: Path, name: str) -> ModuleType:

@@ -1,18 +1,27 @@
 """The per-node linker (``Mode(linker="c|py")``): C where nodes have C code,
-Python ``perform`` for the others.
+Python ``perform`` for the others, run by one loop in C.
 
-A function is cut into *regions*: each maximal run of consecutive nodes (in
-topological order) that have C code is compiled as one module, like a graph
-of its own, in the order of the whole graph, so it runs in one C call with
-its intermediate results kept in C between calls (but those the outputs
-view: ``no_recycling``); each node without C code runs ``perform``. A graph whose
-nodes all have C code is one region: the function is then that region's
-compiled function, as in C mode. Otherwise a loop passes values between the
-regions and the Python nodes (:class:`StepRunner`). A region whose C code
-turns out to be missing (an op's ``c_code`` may raise NotImplementedError for
-some nodes), or whose nodes do not compile together, is split in two until
-each part compiles; a single node without C code runs ``perform``, and a
-single node whose C code does not compile raises the CompileError.
+Each node with C code has a *code key* (:mod:`._node_keys`): the key of its
+code alone. Every module this linker compiles also exports the graph of each
+of its nodes under that key, and the module cache indexes those keys. So a
+graph whose node codes were all compiled before, in any earlier graphs,
+compiles nothing: each node runs the graph a module exports for its code.
+
+Otherwise the graph is cut into *regions*: each maximal run of consecutive
+nodes (in the order the graph runs) that have C code is compiled as one
+module (with the exports of its nodes), like a graph of its own, so it runs
+in one C call with its intermediate results kept in C between calls (but
+those in ``no_recycling``); each node without C code runs ``perform``. A
+graph whose nodes all have C code is one region: the function is then that
+region's compiled function, as in C mode. A region whose C code turns out
+to be missing (an op's ``c_code`` may raise NotImplementedError for some
+nodes), or whose nodes do not compile together, is split in two until each
+part compiles; a single node without C code runs ``perform``, and a single
+node whose C code does not compile raises the CompileError.
+
+Steps (compiled graphs and ``perform`` thunks) run in C, in a
+:class:`opweave._core.StepRunner` (:mod:`._step_table`), which honours
+``allow_gc`` as PyTensor's ``cvm`` does.
 
 For a single node (:meth:`OpWiseCLinker.c_thunk`, which DebugMode uses), the
 node is compiled as a graph of its own whose inputs are fresh variables of
@@ -23,18 +32,20 @@ applies the same op to the same types shares it through the module cache.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Collection, Sequence
+from types import SimpleNamespace
+from typing import Any
 
-from opweave import _core
 from opweave.errors import CompileError
-from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
+from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
+from opweave.link.c import cmodule
+from opweave.link.c._node_keys import NodeCode, node_code, single_node_graph
+from opweave.link.c._step_table import TableStep, table_function
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import InputBinding, compiled_function
-from opweave.link.runner import NodeRunner, Step, node_steps
 from opweave.link.thunk import Linker
 
 __all__ = [
@@ -65,30 +76,29 @@ class OpWiseCLinker(Linker):
         self.allow_gc = True if allow_gc is None else allow_gc
 
     def make_function(self, binding: InputBinding, single: bool) -> Any:
-        """The graph node by node, in C where nodes have C code; a graph
-        whose nodes all have it is one compiled module, as in C mode."""
+        """The graph node by node, in C where nodes have C code: from code
+        compiled before when every node's is, else compiled by regions (a
+        graph whose nodes all have C code is one compiled module, as in C
+        mode)."""
         from opweave.link.c.basic import CLinker
 
         fgraph, nodes = self.bound_graph(), self.order()
-        if all(can_run_in_c(node) for node in nodes):
-            whole = CLinker(schedule=lambda _: nodes).accept(fgraph, self.no_recycling)
+        codes = _node_codes(nodes, {id(v) for v in fgraph.inputs})
+        parts: list[Any] = []
+        steps = _reused_steps(nodes, codes, parts)
+        if steps is None and all(code is not None for code in codes):
+            whole = CLinker(schedule=lambda _: nodes, export_nodes=True)
             try:
-                fn = whole.make_function(binding, single)
+                fn = whole.accept(fgraph, self.no_recycling).make_function(binding, single)
             except (MissingCCode, CompileError):
                 pass  # the regions find what runs in C, or raise a node's error
             else:
                 fn.node_outcomes = [fn.cache_outcome] * len(nodes)
                 return fn
-        steps = region_steps(fgraph, binding.label, nodes, self.no_recycling)
-        runner = NodeRunner(fgraph, binding, single, steps, self.allow_gc)
-        fn = _core.Function(impl=runner.run, unpack_single=single)
-        # The compiled regions' steps run their Functions (which have compile_seconds).
-        fn.compiled_parts = [
-            cast(_core.Function, s.run) for s in steps if hasattr(s.run, "compile_seconds")
-        ]
-        # Per node: "hit", "built" or "built_by_other" for compiled code (its
-        # region's module), None for a node that runs perform.
-        fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
+        if steps is None:
+            steps = region_steps(fgraph, binding.label, nodes, self.no_recycling, parts)
+        fn = table_function(fgraph, binding, single, steps, self.allow_gc, self.no_recycling)
+        fn.compiled_parts = parts
         return fn
 
     def c_thunk(self, node: Apply) -> NodeThunk | None:
@@ -99,7 +109,7 @@ class OpWiseCLinker(Linker):
             return None
         from opweave.link.c.basic import CLinker
 
-        fgraph, positions = _single_node_graph(node)
+        fgraph, positions = single_node_graph(node, ())
         try:
             compiled = CLinker().accept(fgraph).compile()
         except MissingCCode:  # an op or type of the node has no C code
@@ -144,36 +154,123 @@ def region_steps(
     label: str,
     order: Sequence[Apply] | None = None,
     no_recycling: Sequence[Variable] = (),
-) -> list[Step]:
+    parts: list[Any] | None = None,
+) -> list[TableStep]:
     """The steps of ``fgraph`` in ``c|py`` mode, its nodes in ``order``
     (default: ``fgraph.toposort()``), which each region keeps; ``label``
     names the function in messages. A region empties at every call its
     intermediate results that are in ``no_recycling`` (its outputs are
-    fresh at every call)."""
+    fresh at every call). Each compiled region is added to ``parts`` (its
+    cache outcome and compile seconds, for the compile profile)."""
     nodes = fgraph.toposort() if order is None else list(order)
     numbers = {id(node): index for index, node in enumerate(nodes)}
-    steps: list[Step] = []
+    steps: list[TableStep] = []
     run: list[Apply] = []
+    found = [] if parts is None else parts
     for node in [*nodes, None]:
         if node is not None and can_run_in_c(node):
             run.append(node)
             continue
         if run:
-            steps.extend(_compiled_region(fgraph, nodes, run, numbers, label, no_recycling))
+            region = _compiled_region(fgraph, nodes, run, numbers, no_recycling, found)
+            steps.extend(region)
             run = []
         if node is not None:
             steps.append(_python_step(node, numbers[id(node)]))
     return steps
 
 
-def _python_step(node: Apply, index: int) -> Step:
+def _node_codes(nodes: Sequence[Apply], given: Collection[int]) -> list[NodeCode | None]:
+    """Per node, the code key of its C code, or None when it runs perform;
+    ``given``: the ids of the graph's inputs (constants among them are
+    passed)."""
+    from opweave.link.c.basic import compute_node_code
+
+    codes: list[NodeCode | None] = []
+    for node in nodes:
+        code = None
+        if can_run_in_c(node):
+            try:
+                code = node_code(node, compute_node_code, given)
+            except MissingCCode:
+                pass  # perform, or the error naming the node
+        codes.append(code)
+    return codes
+
+
+def _reused_steps(
+    nodes: Sequence[Apply], codes: Sequence[NodeCode | None], parts: list[Any]
+) -> list[TableStep] | None:
+    """A step per node, each compiled node running the graph a module
+    exports for its code (each module used is added to ``parts``, as a
+    hit, for the compile profile); None when a node's code is in no module
+    yet."""
+    exported = cmodule.load_exports([code.key for code in codes if code is not None])
+    if any(found is None for found in exported.values()):
+        return None
+    modules = {id(found[0]): found[0] for found in exported.values() if found is not None}
+    parts.extend(_part("hit", {}, (), "", None, m.__file__) for m in modules.values())
+    steps = []
+    for index, (node, code) in enumerate(zip(nodes, codes, strict=True)):
+        if code is None:
+            steps.append(_python_step(node, index))
+            continue
+        module, abi = exported[code.key]  # type: ignore[misc]  # none is None here
+        what = f"node {index} ({node.op})"
+        steps.append(
+            TableStep(
+                abi,
+                module,
+                code.orphans,
+                [node.inputs[p] for p in code.positions],
+                list(node.outputs),
+                what,
+                ["hit"],
+                index,
+                {code.node_block: what},
+                {code.node_block: index},
+            )
+        )
+    return steps
+
+
+def _part(
+    outcome: str,
+    seconds: dict[str, float],
+    units: Any,
+    whole_because: str,
+    source: str | None,
+    library: str | None,
+) -> SimpleNamespace:
+    """A module a function uses, as the compile profile reads it."""
+    return SimpleNamespace(
+        cache_outcome=outcome,
+        compile_seconds=seconds,
+        compile_units=units,
+        whole_because=whole_because,
+        source=source,
+        library=library,
+    )
+
+
+def _python_step(node: Apply, index: int) -> TableStep:
+    """A step running ``node``'s perform; its outputs go through their
+    types' ``filter`` (a perform may return a list where the next node's C
+    code wants an array)."""
     if not has_perform(node.op):
         raise MissingCCode(
             f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
             f"Python ({type(node.op).__name__} defines no perform)"
         )
     thunk = perform_thunk(node)
-    return node_steps([node], [thunk])[0]._replace(label=f"node {index} ({node.op})", node=index)
+    filters = [v.type.filter for v in node.outputs]
+
+    def run(values: Sequence[Any]) -> list[Any]:
+        results = thunk(values)
+        return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
+
+    label = f"node {index} ({node.op})"
+    return TableStep(None, run, (), list(node.inputs), list(node.outputs), label, [None], index)
 
 
 def _compiled_region(
@@ -181,9 +278,9 @@ def _compiled_region(
     order: list[Apply],
     nodes: list[Apply],
     numbers: dict[int, int],
-    label: str,
-    no_recycling: Sequence[Variable] = (),
-) -> list[Step]:
+    no_recycling: Sequence[Variable],
+    parts: list[Any],
+) -> list[TableStep]:
     """``nodes`` (consecutive in ``order``, the order the graph's nodes run)
     as one compiled step, in that order, or split in two when they do not
     compile together."""
@@ -193,36 +290,29 @@ def _compiled_region(
     later = {id(v) for v in fgraph.outputs}
     for node in order[numbers[id(nodes[-1])] + 1 :]:
         later.update(id(v) for v in node.inputs)
+    given = {id(v) for v in fgraph.inputs}  # constants among them are passed
     inputs = list(
         {
             id(v): v
             for node in nodes
             for v in node.inputs
-            if id(v) not in inside and not is_constant(v)
+            if id(v) not in inside and (not is_constant(v) or id(v) in given)
         }.values()
     )
     outputs = [v for node in nodes for v in node.outputs if id(v) in later]
-    graph_inputs = {id(v): position for position, v in enumerate(fgraph.inputs)}
-    # An input of the region that is not one of the graph's is made by an earlier node.
-    names = [
-        f"input {graph_inputs[id(v)]}"
-        if id(v) in graph_inputs
-        else f"{v} (made by {cast(Apply, v.owner).op})"
-        for v in inputs
-    ]
     region = FunctionGraph(inputs, outputs)
 
-    def split() -> list[Step]:
+    def split() -> list[TableStep]:
         half = len(nodes) // 2
         return [
             step
             for part in (nodes[:half], nodes[half:])
-            for step in _compiled_region(fgraph, order, part, numbers, label, no_recycling)
+            for step in _compiled_region(fgraph, order, part, numbers, no_recycling, parts)
         ]
 
     kept = [v for v in no_recycling if id(v) in inside]
     try:
-        linker = CLinker(schedule=lambda _: nodes, numbers=numbers)
+        linker = CLinker(schedule=lambda _: nodes, numbers=numbers, export_nodes=True)
         compiled = linker.accept(region, no_recycling=kept).compile()
     except MissingCCode:
         if len(nodes) == 1:
@@ -234,32 +324,28 @@ def _compiled_region(
         if len(nodes) == 1:
             raise
         return split()
-    binding = InputBinding(inputs, label, names=names)
-    function = compiled_function(compiled, binding, single=False)
+    parts.append(
+        _part(
+            compiled.outcome,
+            compiled.seconds or {},
+            compiled.units,
+            compiled.whole_because,
+            compiled.source,
+            compiled.library,
+        )
+    )
     first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
     return [
-        Step(
-            function,
-            [id(v) for v in inputs],
-            [id(v) for v in outputs],
+        TableStep(
+            compiled.module.abi,
+            compiled.module,
+            compiled.orphans,
+            inputs,
+            outputs,
             f"nodes {first}-{last} (C)" if first != last else f"node {first} ({nodes[0].op})",
             [compiled.outcome] * len(nodes),
-            True,
+            first if first == last else None,
+            compiled.block_names,
+            compiled.node_blocks,
         )
     ]
-
-
-def _single_node_graph(node: Apply) -> tuple[FunctionGraph, list[int]]:
-    """``node`` alone, on fresh input variables (one per distinct variable
-    input; constants stay constants, so ``c_code`` sees their data), and
-    for each fresh input the position of the node input it stands for."""
-    fresh: dict[int, Variable] = {}
-    positions: list[int] = []
-    for position, variable in enumerate(node.inputs):
-        if id(variable) not in fresh and not is_constant(variable):
-            fresh[id(variable)] = fresh_variable(variable)
-            positions.append(position)
-    inputs = [fresh.get(id(v), v) for v in node.inputs]
-    outputs = [v.clone() for v in node.outputs]
-    clone = make_apply(node.op, inputs, outputs, like=node)  # of the node's own class
-    return FunctionGraph(list(fresh.values()), list(clone.outputs)), positions

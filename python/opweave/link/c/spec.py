@@ -37,7 +37,8 @@ from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import op_label
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells
-from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs, StructCode
+from opweave.link.c._export import NodePlan
+from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs, OpStruct, StructCode
 from opweave.link.c._units import ObjectCode, plan_units, unit_spec
 from opweave.link.c.hooks import as_code_list, call_optional_hook, get_hook, has_hook
 from opweave.link.c.interface import CLinkerOp
@@ -63,6 +64,10 @@ class GraphSpec(NamedTuple):
     whole: dict[str, Any] | None = None
     # run block id of a node -> the node's number (as in block_names)
     node_blocks: dict[int, int] | None = None
+    # The name each of spec["definitions"] defines (a cell or op struct).
+    definition_names: tuple[str, ...] = ()
+    # A graph of one node: how its export runs it (see _export.py).
+    node_plan: NodePlan | None = None
 
 
 def fail_run(block: int) -> str:
@@ -158,6 +163,8 @@ class _Builder:
         self.input_ids = {id(v) for v in fgraph.inputs}
         self.nodes = list(order) if order is not None else fgraph.toposort()
         self.output_slots: dict[int, list[int]] = {}
+        self.orphan_of: dict[int, int] = {}  # id(constant) -> its position in orphans
+        self.node_structs: dict[int, OpStruct] = {}  # id(node) -> the struct running it
         self.cells_of: dict[int, str] = {}  # id(variable) -> its cell struct
         self.places: dict[int, int] = {}  # id(variable) -> its index among its cell's
         self.cells = Cells(self.fragment)
@@ -306,6 +313,7 @@ class _Builder:
         position = 0
         if is_constant(variable):
             self.orphans.append(variable.data)
+            self.orphan_of[id(variable)] = len(self.orphans) - 1
             position = len(self.orphans) - 1
         first = "take" if constant else "empty"
         steps = self.run_steps if id(variable) in self.no_recycling else self.init_steps
@@ -326,6 +334,7 @@ class _Builder:
             params=None if params is None else self.cells_of[id(params)],
         )
         struct = self.nodes_code.struct(node, args, what)
+        self.node_structs[id(node)] = struct
         used = [v for v in node.inputs if not self.literal(v)] + list(node.outputs)
         if params is not None:
             used.append(params)
@@ -488,6 +497,33 @@ class _Builder:
             self.output_blocks,
             whole,
             self.node_blocks,
+            (*self.cells.definitions, *(c.struct.name for c in self.nodes_code.codes)),
+            self.node_plan() if len(self.nodes) == 1 else None,
+        )
+
+    def node_plan(self) -> NodePlan:
+        """How the export of this one-node graph runs it (see _export.py)."""
+        node = self.nodes[0]
+        inputs = {id(v): k for k, v in enumerate(self.fgraph.inputs)}
+
+        def value(variable: Variable) -> str:
+            if id(variable) in inputs:
+                return f"i{inputs[id(variable)]}"
+            return f"s->o{self.orphan_of[id(variable)]}"
+
+        params = self.params.get(id(node))
+        run_args = [value(v) for v in node.inputs if not self.literal(v)]
+        run_args += [f"r{k}" for k in range(len(node.outputs))]
+        run_args += [] if params is None else [value(params)]
+        orphans = sorted(self.orphan_of.items(), key=lambda item: item[1])
+        by_id = {id(v): v for v in self.variables}
+        return NodePlan(
+            [self.cells_of[id(v)] for v in self.fgraph.inputs],
+            [self.cells_of[id(v)] for v in self.fgraph.outputs],
+            [self.cells_of[id(by_id[i])] for i, _ in orphans],
+            self.node_structs[id(node)],
+            run_args,
+            "" if params is None else value(params),
         )
 
 

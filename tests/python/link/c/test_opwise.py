@@ -62,13 +62,19 @@ def test_single_node_regions_are_shared_by_graphs_using_the_same_op_and_types() 
     assert f.node_outcomes == ["built"] and g.node_outcomes == ["hit", None, "hit", None]
     np.testing.assert_array_equal(g(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [10.0, 10.0])
     np.testing.assert_array_equal(f(np.ones(2), np.full(2, 5.0)), [5.0, 5.0])
-    # Consecutive C nodes are one region: one module, compiled once.
+    # Consecutive C nodes whose code is compiled: nothing new either.
     chained = PyPlusOne()(op(op(x, y), z))
     h2 = opweave.function([x, y, z], chained, mode="c|py")
-    assert len(compiled_modules()) == 2 and h2.node_outcomes == ["built", "built", None]
-    again = opweave.function([x, y, z], chained, mode="c|py")
-    assert again.node_outcomes == ["hit", "hit", None]
-    np.testing.assert_array_equal(again(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [7.0, 7.0])
+    assert len(compiled_modules()) == 1 and h2.node_outcomes == ["hit", "hit", None]
+    np.testing.assert_array_equal(h2(np.ones(2), np.full(2, 2.0), np.full(2, 3.0)), [7.0, 7.0])
+    # New code with it: the region is one module, compiled once.
+    s = dscalar("s")
+    mixed = PyPlusOne()(VectorTimesScalar()(op(x, y), s))
+    h3 = opweave.function([x, y, s], mixed, mode="c|py")
+    assert len(compiled_modules()) == 2 and h3.node_outcomes == ["built", "built", None]
+    again = opweave.function([x, y, s], mixed, mode="c|py")
+    assert len(compiled_modules()) == 2 and again.node_outcomes == ["hit", "hit", None]
+    np.testing.assert_array_equal(again(np.ones(2), np.full(2, 2.0), 3.0), [7.0, 7.0])
     # Other input types are another module.
     a, b = fvector("a"), vector("b", dtype="int16")
     h = opweave.function([a, b], op(a, b), mode="c|py")

@@ -1,0 +1,197 @@
+"""The graph a module exports for one node's code (``ModuleSpec::exports``).
+
+An export runs the node's code struct (:mod:`._node_code`) on the module's
+own cell structs (:mod:`._cells`), as the graph of that node alone would,
+but as one function rather than a graph struct with its step tables, so
+that exporting every node of a module adds little to its compile time::
+
+    struct <T>_state { int reached; cell o0; ...; op_<hash> op; };
+    static void* <T>_create(PyObject* const* orphans);  // takes the orphans, op init
+    static int <T>_run(void* graph, PyObject* const* inputs, PyObject** outputs);
+    static void <T>_destroy(void* graph);
+    static const opweave_graph_abi <T> = {...};
+
+``run`` takes each input (its type's ``c_extract`` checks it), takes what
+the caller offers as each output's storage, runs the node, then syncs and
+stores the outputs and releases every cell, in the reverse order, whatever
+failed. Its failure ids are those of the one-node graph: input ``p`` is
+``p + 1``, output ``j`` is ``n_inputs + 1 + j`` and the node is
+``n_inputs + n_outputs + 1``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from opweave import _core
+from opweave.link.c._node_code import OpStruct
+
+__all__ = ["SHARED_STATE", "NodePlan", "cell_helpers", "export_text", "node_block"]
+
+
+class NodePlan(NamedTuple):
+    """What a one-node graph's export runs, in C names."""
+
+    inputs: list[str]  # per graph input, its cell struct
+    outputs: list[str]  # per output, its cell struct
+    orphans: list[str]  # per orphan (constants, params), its cell struct
+    struct: OpStruct  # the node's code
+    run_args: list[str]  # the struct's run() arguments: i<k>, r<j>, s->o<m>
+    init_args: str  # its init() argument (the params), when it has state
+
+
+def node_block(plan: NodePlan) -> int:
+    """The failure id of the node's own code."""
+    return len(plan.inputs) + len(plan.outputs) + 1
+
+
+def _create(t: str, plan: NodePlan) -> str:
+    steps = [
+        f"    ++s->reached;\n    if (s->o{m}.take(orphans[{m}]) != 0) {{ goto fail; }}\n"
+        for m in range(len(plan.orphans))
+    ]
+    if plan.struct.stateful:
+        steps.append(
+            f"    ++s->reached;\n    if (s->op.init({plan.init_args}) != 0) {{ goto fail; }}\n"
+        )
+    return (
+        f"static void* {t}_create(PyObject* const* orphans) {{\n"
+        f"    {t}_state* s = new (std::nothrow) {t}_state();\n"
+        "    if (s == NULL) { PyErr_NoMemory(); return NULL; }\n"
+        "    (void)orphans;\n"
+        + "".join(steps)
+        + "    return s;\n"
+        + ("fail:\n" if steps else "")
+        + (
+            "    {\n        OPWEAVE_NO_ERROR_SET\n"
+            "        PyObject *type, *value, *traceback;\n"
+            "        PyErr_Fetch(&type, &value, &traceback);\n"
+            f"        {t}_destroy(s);\n"
+            "        PyErr_Restore(type, value, traceback);\n"
+            "        return NULL;\n    }\n"
+            if steps
+            else ""
+        )
+        + "}\n\n"
+    )
+
+
+def _destroy(t: str, plan: NodePlan) -> str:
+    n = len(plan.orphans)
+    lines = [
+        f"static void {t}_destroy(void* graph) {{\n",
+        f"    {t}_state* s = static_cast<{t}_state*>(graph);\n",
+    ]
+    if plan.struct.stateful:
+        lines.append(f"    if (s->reached > {n}) {{ s->op.cleanup(); }}\n")
+    lines += [f"    if (s->reached > {m}) {{ s->o{m}.release(); }}\n" for m in reversed(range(n))]
+    lines.append("    delete s;\n}\n\n")
+    return "".join(lines)
+
+
+def cell_helpers(cell: str, read: bool, made: bool) -> str:
+    """The functions exports call on ``cell``, for the inputs (``read``)
+    and outputs (``made``) that use it: compiled once per module and cell
+    struct, not inlined into every export."""
+    h = f"opweave_x_{cell}"
+    text = ""
+    if read:
+        text += (
+            f"__attribute__((noinline)) static int {h}_take({cell}& c, PyObject* o) {{\n"
+            "    return c.take(o);\n}\n"
+            f"__attribute__((noinline)) static void {h}_release({cell}& c) {{\n"
+            "    c.release();\n}\n"
+        )
+    if made:
+        text += (
+            f"__attribute__((noinline)) static int {h}_take_output({cell}& c, PyObject** slot) {{\n"
+            "    return c.take_output(slot);\n}\n"
+            f"__attribute__((noinline)) static int {h}_finish({cell}& c, int failure,\n"
+            "                                                PyObject** slot) {\n"
+            "    if (failure == 0) {\n        failure = c.sync();\n"
+            "        if (failure == 0) { *slot = c.py_V; Py_INCREF(c.py_V); }\n    }\n"
+            "    c.release();\n    return failure;\n}\n"
+        )
+    return text + "\n"
+
+
+def _run(t: str, plan: NodePlan) -> str:
+    n_in, n_out = len(plan.inputs), len(plan.outputs)
+    cells = [f"    {c} i{k}{{}};\n" for k, c in enumerate(plan.inputs)]
+    cells += [f"    {c} r{j}{{}};\n" for j, c in enumerate(plan.outputs)]
+    call = (
+        f"s->op.run({', '.join(plan.run_args)})"
+        if plan.struct.stateful
+        else f"{plan.struct.name}::run({', '.join(plan.run_args)})"
+    )
+    do = [
+        f"    if (opweave_x_{c}_take(i{k}, inputs[{k}]) != 0) "
+        f"{{ failure = {k + 1}; goto undo_i{k}; }}\n"
+        for k, c in enumerate(plan.inputs)
+    ]
+    do += [
+        f"    if (opweave_x_{c}_take_output(r{j}, outputs + {j}) != 0) "
+        f"{{ failure = {n_in + 1 + j}; goto undo_r{j}; }}\n"
+        for j, c in enumerate(plan.outputs)
+    ]
+    do.append(f"    if ({call} != 0) {{ failure = {n_in + n_out + 1}; }}\n")
+    undo = [
+        f"undo_r{j}:\n"
+        f"    if (opweave_x_{c}_finish(r{j}, failure, outputs + {j}) != 0 && failure == 0) "
+        f"{{ failure = {n_in + 1 + j}; }}\n"
+        for j, c in reversed(list(enumerate(plan.outputs)))
+    ]
+    undo += [
+        f"undo_i{k}:\n    opweave_x_{c}_release(i{k});\n"
+        for k, c in reversed(list(enumerate(plan.inputs)))
+    ]
+    return (
+        f"static int {t}_run(void* graph, PyObject* const* inputs, PyObject** outputs) {{\n"
+        f"    {t}_state* s = static_cast<{t}_state*>(graph);\n"
+        "    (void)s;\n    (void)inputs;\n    int failure = 0;\n"
+        + "".join(cells)
+        + "".join(do)
+        + "".join(undo)
+        + "    if (failure != 0) { OPWEAVE_NO_ERROR_SET }\n    return failure;\n}\n\n"
+    )
+
+
+# The state of an export without orphans or per-node state: shared by all.
+SHARED_STATE = (
+    "struct opweave_x_nothing { int unused; };\n"
+    "static void opweave_x_nothing_destroy(void* graph) {\n"
+    "    delete static_cast<opweave_x_nothing*>(graph);\n}\n"
+    "static void* opweave_x_nothing_create(PyObject* const* orphans) {\n"
+    "    (void)orphans;\n"
+    "    opweave_x_nothing* s = new (std::nothrow) opweave_x_nothing();\n"
+    "    if (s == NULL) { PyErr_NoMemory(); }\n"
+    "    return s;\n}\n\n"
+)
+
+
+def export_text(plan: NodePlan, table: str) -> str:
+    """The definitions of the export whose graph ABI table is ``table``
+    (a C identifier unique in the module); one without orphans or
+    per-node state uses SHARED_STATE's functions."""
+    n_in, n_out, n_orphans = len(plan.inputs), len(plan.outputs), len(plan.orphans)
+    head = f"    {_core.GRAPH_LAYOUT_VERSION}, {n_in}, {n_out}, {n_orphans},\n"
+    if not plan.orphans and not plan.struct.stateful:
+        return (
+            f"typedef opweave_x_nothing {table}_state;\n"
+            + _run(table, plan)
+            + f"static const opweave_graph_abi {table} = {{\n{head}"
+            f"    opweave_x_nothing_create, {table}_run, opweave_x_nothing_destroy,\n}};\n"
+        )
+    state = [f"struct {table}_state {{\n    int reached;\n"]
+    state += [f"    {c} o{m};\n" for m, c in enumerate(plan.orphans)]
+    if plan.struct.stateful:
+        state.append(f"    {plan.struct.name} op;\n")
+    state.append("};\n\n")
+    return (
+        "".join(state)
+        + _destroy(table, plan)
+        + _create(table, plan)
+        + _run(table, plan)
+        + f"static const opweave_graph_abi {table} = {{\n{head}"
+        f"    {table}_create, {table}_run, {table}_destroy,\n}};\n"
+    )

@@ -1,0 +1,206 @@
+"""Node codes: what identifies one node's compiled code, the graph a module
+exports for it, and the memo that finds a node's code again in a process.
+
+A node's *code key* is the cache key of the module that would hold that node
+alone: the node on fresh input variables, its constants kept (the graph of
+:func:`single_node_graph`), with that graph's compile job and key material.
+A module compiled with exports (``CLinker(export_nodes=True)``) holds,
+besides its own graph, the graph of each of its nodes whose compile job is
+the module's, under that key (``ModuleSpec::exports``); its cache entry
+lists the keys, and the cache indexes them (``ModuleCache.find_export``).
+The per-node linker looks each node up by key and runs the exported graphs,
+so a graph whose node codes were all compiled before, in any graphs,
+compiles nothing.
+
+Keys are memoised per process by the node's *signature*: its op, the types
+of its inputs and outputs, the data of its constants and the configuration.
+Two nodes with equal signatures get the same code from ops whose hooks
+depend only on the node, which PyTensor's contract requires (an op's C code
+is a function of its props and its node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from opweave.configparser import config
+from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
+from opweave.graph.fg import FunctionGraph
+from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
+
+__all__ = [
+    "NodeCode",
+    "export_parts",
+    "job_signature",
+    "node_code",
+    "signature",
+    "single_node_graph",
+    "variable_inputs",
+    "with_exports",
+]
+
+# Constants larger than this many bytes are not part of a memo signature:
+# such a node's code key is computed again for each graph.
+_MEMO_CONSTANT_BYTES = 4096
+_MISSING = object()
+
+
+class NodeCode(NamedTuple):
+    """The compiled code of one node, as the per-node linker needs it."""
+
+    key: str  # the code key (see the top)
+    positions: tuple[int, ...]  # per input of the node's graph: the node input it stands for
+    orphans: list[Any]  # the node graph's orphans (constants' data, params)
+    export: dict[str, Any]  # the graph's parts, for a module's exports (see with_exports)
+    job: tuple[Any, ...]  # the compile job, as compared with a module's (job_signature)
+    node_block: int  # the run block id of the node in its graph (the rest are its inputs')
+
+
+_memo: dict[Any, NodeCode] = {}
+
+
+def single_node_graph(node: Apply, given: Collection[int] = ()) -> tuple[FunctionGraph, list[int]]:
+    """``node`` alone, on fresh input variables (one per distinct variable
+    input; constants stay constants, so ``c_code`` sees their data, but
+    those in ``given``, ids of constants the caller passes as inputs), and
+    for each fresh input the position of the node input it stands for."""
+    fresh: dict[int, Variable] = {}
+    positions: list[int] = []
+    for position, variable in enumerate(node.inputs):
+        if id(variable) in fresh:
+            continue
+        if not is_constant(variable) or id(variable) in given:
+            fresh[id(variable)] = fresh_variable(variable)
+            positions.append(position)
+    inputs = [fresh.get(id(v), v) for v in node.inputs]
+    outputs = [v.clone() for v in node.outputs]
+    clone = make_apply(node.op, inputs, outputs, like=node)  # of the node's own class
+    return FunctionGraph(list(fresh.values()), list(clone.outputs)), positions
+
+
+def _constant_signature(variable: Variable) -> Any:
+    data = getattr(variable, "data", None)
+    if isinstance(data, np.ndarray):
+        if data.nbytes > _MEMO_CONSTANT_BYTES or data.dtype.hasobject:
+            return _MISSING
+        return ("array", data.dtype.str, data.shape, data.tobytes())
+    if isinstance(data, np.generic):
+        return ("scalar", data.dtype.str, data.tobytes())
+    if data is None or isinstance(data, (bool, int, float, complex, str, bytes)):
+        return (type(data).__name__, data)
+    return _MISSING  # data whose equality says nothing about its code
+
+
+def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
+    """A hashable value equal for two nodes whose code is the same, or None
+    when the node cannot be memoised (an unhashable op or type, a large or
+    opaque constant). ``given``: the ids of constants passed as inputs."""
+    inputs: list[Any] = []
+    seen: dict[int, int] = {}
+    for variable in node.inputs:
+        if is_constant(variable) and id(variable) not in given:
+            data = _constant_signature(variable)
+            if data is _MISSING:
+                return None
+            inputs.append(("constant", variable.type, data))
+        else:  # which distinct variable: x*x is not x*y
+            inputs.append(("variable", variable.type, seen.setdefault(id(variable), len(seen))))
+    key = (type(node), type(node.op), node.op, tuple(inputs))
+    key += (tuple(v.type for v in node.outputs), snapshot)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def node_code(
+    node: Apply,
+    compute: Callable[[Apply, Collection[int]], NodeCode],
+    given: Collection[int] = (),
+) -> NodeCode:
+    """The code of ``node``: from the memo, or ``compute(node, given)``
+    (which raises MissingCCode for a node without C code). ``given``: the
+    ids of constants the graph takes as inputs (their values are passed)."""
+    given = {id(v) for v in node.inputs if id(v) in given}
+    key = signature(node, config.snapshot(), given)
+    if key is None:
+        return compute(node, given)
+    found = _memo.get(key)
+    if found is None:
+        found = _memo[key] = compute(node, given)
+    return found
+
+
+def job_signature(job: Any) -> tuple[Any, ...]:
+    """What of a compile job decides how a node's code compiles: a module
+    exports a node only when these are the node's own."""
+    return (
+        tuple(job.include_dirs),
+        tuple(job.flags),
+        tuple(job.lib_dirs),
+        tuple(job.libraries),
+        str(job.opt_level),
+        str(job.debug_info),
+    )
+
+
+def export_parts(graph: Any, key: str) -> dict[str, Any]:
+    """What a module needs to export a one-node graph (a GraphSpec without
+    units) under ``key``: the graph's definitions with their names and
+    origins, and the export's own text (see _export.py)."""
+    table = f"opweave_node_{key[:24]}"
+    return {
+        "origins": graph.spec["origins"],
+        "names": graph.definition_names,
+        "definitions": graph.spec["definitions"],
+        "table": table,
+        "text": export_text(graph.node_plan, table),
+        "read": graph.node_plan.inputs,
+        "made": graph.node_plan.outputs,
+        "shared_state": not graph.node_plan.orphans and not graph.node_plan.struct.stateful,
+    }
+
+
+def with_exports(
+    spec: dict[str, Any], names: Sequence[str], codes: Sequence[NodeCode]
+) -> dict[str, Any]:
+    """``spec`` (whose definitions define ``names``) exporting the graph of
+    each of ``codes``: its export's text, after those of its graph's
+    definitions that the module lacks (their origins appended to the
+    module's)."""
+    out = dict(spec)
+    origins = list(spec["origins"])
+    present = set(names)
+    exports = []
+    unique = list(dict((c.key, c) for c in codes).values())
+    read = {cell for code in unique for cell in code.export["read"]}
+    made = {cell for code in unique for cell in code.export["made"]}
+    for code in unique:
+        parts = code.export
+        offset = len(origins)
+        origins.extend(parts["origins"])
+        definitions = []
+        for name, definition in zip(parts["names"], parts["definitions"], strict=True):
+            if name not in present:
+                present.add(name)
+                definitions.append([(t, o + offset if o >= 0 else o) for t, o in definition])
+        definitions.append([(parts["text"], -1)])
+        exports.append({"key": code.key, "table": parts["table"], "definitions": definitions})
+    if exports:  # the cell functions they call, before the first
+        shared = any(code.export["shared_state"] for code in unique)
+        helpers = (SHARED_STATE if shared else "") + "".join(
+            cell_helpers(cell, cell in read, cell in made) for cell in sorted(read | made)
+        )
+        exports[0]["definitions"].insert(0, [(helpers, -1)])
+    out["origins"] = origins
+    out["exports"] = exports
+    return out
+
+
+def variable_inputs(node: Apply, code: NodeCode) -> list[Variable]:
+    """The variables a node's exported graph takes, in order."""
+    return [node.inputs[p] for p in code.positions]

@@ -1,0 +1,174 @@
+"""The per-node linker's loop, in C: a graph's steps laid out as the slot
+table that :class:`opweave._core.StepRunner` runs.
+
+A step is a compiled graph (a region's module, or the graph a module
+exports for one node's code) or a node's Python ``perform``. Every variable
+a step reads or makes has a slot: the call's arguments first, then each
+step's outputs, then the constants Python steps read. With ``allow_gc``,
+a slot is emptied right after its last reader (as PyTensor's ``cvm``
+does); without it, an intermediate result keeps its storage between calls
+and is offered to its node as storage at the next call (ABI v2), unless
+it is in ``no_recycling``. A graph output is fresh at every call: nothing
+the caller got back ever changes.
+
+Arguments go straight to the compiled steps, whose types' ``c_extract``
+checks them; those a Python step reads (or that are returned as they
+are) go through ``Type.filter`` first. When an input check fails, the
+arguments are converted with ``Type.filter`` and the call is run again
+(unless ``trust_input``); an error raised by a node's code gets a note
+naming the node, and the node's number as ``error.failed_node``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from opweave import _core
+from opweave.graph.basic import Variable, is_constant
+from opweave.graph.fg import FunctionGraph
+from opweave.link.callable import InputBinding, add_note, note_failed_node
+
+__all__ = ["TableStep", "table_function"]
+
+
+class TableStep(NamedTuple):
+    """One step of the table."""
+
+    abi: Any  # the graph ABI capsule of a compiled step; None: a Python step
+    run: Any  # compiled: the module holding the code; Python: run(values) -> outputs
+    orphans: Sequence[Any]  # compiled: its graph's orphans
+    inputs: Sequence[Variable]  # what it reads, in the order its graph takes them
+    outputs: Sequence[Variable]  # what it makes
+    label: str  # "node 3 (Op)", "nodes 0-5 (C)"
+    outcomes: Sequence[Any]  # per node: the cache outcome of its code, None for perform
+    node: int | None = None  # a one-node step: the node's number
+    block_names: dict[int, str] | None = None  # compiled: run block id -> what it runs
+    node_blocks: dict[int, int] | None = None  # compiled: run block id -> node number
+
+
+class _Layout:
+    """The slots of a table: ``slot[id(variable)]``."""
+
+    def __init__(self, fgraph: FunctionGraph, steps: Sequence[TableStep]) -> None:
+        self.slot: dict[int, int] = {id(v): k for k, v in enumerate(fgraph.inputs)}
+        self.n_inputs = len(fgraph.inputs)
+        self.constants: list[tuple[int, Any]] = []
+        for step in steps:
+            for variable in step.outputs:
+                self.slot.setdefault(id(variable), len(self.slot))
+        for variable in [v for s in steps for v in s.inputs] + list(fgraph.outputs):
+            if id(variable) not in self.slot:
+                if not is_constant(variable):
+                    raise ValueError(f"{variable} is read but neither an input nor made by a step")
+                self.slot[id(variable)] = len(self.slot)
+                self.constants.append((self.slot[id(variable)], variable.data))
+
+    def of(self, variables: Sequence[Variable]) -> list[int]:
+        return [self.slot[id(v)] for v in variables]
+
+
+class _OnError:
+    """What the runner does with a call it did not complete (see the top)."""
+
+    def __init__(self, binding: InputBinding, steps: Sequence[TableStep]) -> None:
+        self.binding = binding
+        self.steps = steps
+        self.function: Any = lambda: None  # the Function, weakly (it owns this)
+        self.runner: Any = lambda: None
+
+    def __call__(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        error: BaseException | None,
+        index: int,
+        block: int,
+    ) -> Any:
+        runner, function = self.runner(), self.function()
+        if runner is None or function is None:
+            raise ReferenceError("the opweave function was deleted")
+        if error is None:  # keywords or a wrong count
+            return runner.call_exact(*self.binding.filter(self.binding.bind(args, kwargs)))
+        step = self.steps[index]
+        if step.abi is None:
+            note_failed_node(error, step.node, f"raised by {step.label}")
+            raise error
+        if 0 < block <= len(step.inputs):  # an input check of a compiled step
+            if function.trust_input:
+                raise error
+            values = self.binding.filter(self.binding.bind(args, None))
+            try:
+                return runner.call_exact(*values)
+            except Exception as retry_error:
+                add_note(retry_error, "(the inputs had been converted with Type.filter)")
+                raise
+        where = (step.block_names or {}).get(block)
+        if where:
+            note_failed_node(
+                error, (step.node_blocks or {}).get(block), f"raised by the C code of {where}"
+            )
+        raise error
+
+
+def table_function(
+    fgraph: FunctionGraph,
+    binding: InputBinding,
+    single: bool,
+    steps: Sequence[TableStep],
+    allow_gc: bool,
+    no_recycling: Sequence[Variable] = (),
+) -> Any:
+    """A :class:`opweave._core.Function` running ``steps`` in order through
+    a StepRunner (see the top)."""
+    layout = _Layout(fgraph, steps)
+    outputs = layout.of(fgraph.outputs)
+    returned = set(outputs)
+    made = {layout.slot[id(v)] for step in steps for v in step.outputs}
+    fresh = {layout.slot[id(v)] for v in no_recycling if id(v) in layout.slot}
+    recycled = made - returned - fresh
+    keep = set() if allow_gc else recycled
+    last_read = {s: k for k, step in enumerate(steps) for s in layout.of(step.inputs)}
+    gc: list[list[int]] = [[] for _ in steps]
+    if allow_gc:
+        for slot, k in last_read.items():
+            if slot in made and slot not in returned:
+                gc[k].append(slot)
+    unchecked = {id(v) for step in steps if step.abi is None for v in step.inputs}
+    unchecked.update(id(v) for v in fgraph.outputs)  # an input returned as it is
+    filtered = [p for p, v in enumerate(fgraph.inputs) if id(v) in unchecked]
+    table = [
+        (
+            0,
+            step.abi,
+            step.run,
+            list(step.orphans),
+            layout.of(step.inputs),
+            layout.of(step.outputs),
+            [slot in keep for slot in layout.of(step.outputs)],
+        )
+        if step.abi is not None
+        else (1, step.run, layout.of(step.inputs), layout.of(step.outputs))
+        for step in steps
+    ]
+    on_error = _OnError(binding, steps)
+    runner = _core.StepRunner(
+        layout.n_inputs,
+        len(layout.slot),
+        table,
+        outputs,
+        constants=layout.constants,
+        filtered=filtered,
+        filter=binding.filter_one,
+        gc=gc,
+        keep=sorted(keep),
+        on_error=on_error,
+        unpack_single=single,
+    )
+    fn = _core.Function(impl=runner, unpack_single=single)
+    on_error.function = weakref.ref(fn)
+    on_error.runner = weakref.ref(runner)
+    fn.runner = runner
+    fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
+    return fn
