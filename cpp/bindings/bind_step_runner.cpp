@@ -266,6 +266,9 @@ PyObject* call_on_error(StepRunnerObject* self, PyObject* const* args, Py_ssize_
 PyObject* runner_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
     auto* self = reinterpret_cast<StepRunnerObject*>(callable);
+    if (self->running && self->on_reenter != NULL) {  // e.g. from a Python step
+        return PyObject_Vectorcall(self->on_reenter, args, nargsf, kwnames);
+    }
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     const bool keywords = kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0;
     if (!keywords && nargs == self->n_inputs) {
@@ -351,6 +354,7 @@ int runner_traverse(PyObject* object, visitproc visit, void* arg) {
     }
     Py_VISIT(self->filter);
     Py_VISIT(self->on_error);
+    Py_VISIT(self->on_reenter);
     return 0;
 }
 
@@ -365,6 +369,7 @@ int runner_clear(PyObject* object) {
     clear_slots(self);
     Py_CLEAR(self->filter);
     Py_CLEAR(self->on_error);
+    Py_CLEAR(self->on_reenter);
     return 0;
 }
 
@@ -409,7 +414,7 @@ PyMemberDef runner_members[] = {
 
 const char* k_step_runner_doc =
     "StepRunner(n_inputs, n_slots, steps, outputs, *, constants=(), filtered=(), filter=None,\n"
-    "           gc=None, keep=(), on_error=None, unpack_single=True)\n"
+    "           gc=None, keep=(), on_error=None, unpack_single=True, on_reenter=None)\n"
     "\n"
     "Runs a graph as a table of steps that pass values through n_slots slots; a call's\n"
     "arguments fill slots 0..n_inputs-1. A step is (0, abi, owner, orphans, inputs,\n"
@@ -424,7 +429,9 @@ const char* k_step_runner_doc =
     "argument position in filtered is replaced by filter(position, value). A call with\n"
     "keywords or a wrong argument count returns on_error(args, kwargs, None, -1, 0); a\n"
     "failed step k returns on_error(args, None, error, k, failed_block) (k is -1 when\n"
-    "the filter failed), or raises without on_error.";
+    "the filter failed), or raises without on_error. A call made while the runner runs\n"
+    "(from a Python step) returns on_reenter(*args, **kwargs), or raises RuntimeError\n"
+    "without it.";
 
 }  // namespace
 

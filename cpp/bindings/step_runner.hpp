@@ -42,6 +42,7 @@ struct StepRunnerObject {
     int* filtered;          // n_filtered argument positions passed through `filter`
     PyObject* filter;       // callable(position, value) or NULL
     PyObject* on_error;     // callable(args, kwargs, error, step, block) or NULL
+    PyObject* on_reenter;   // callable(*args) run instead of a re-entrant call, or NULL
     Py_ssize_t n_steps;
     int n_inputs;
     int n_slots;

@@ -439,6 +439,7 @@ struct RunnerArgs {
     PyObject* keep = NULL;
     PyObject* on_error = NULL;
     int unpack_single = 1;
+    PyObject* on_reenter = NULL;
 };
 
 // Parses and checks the constructor's arguments into `parsed`, `empty` (an
@@ -447,14 +448,20 @@ struct RunnerArgs {
 int parse_args(PyObject* args, PyObject* kwargs, PyObject* empty, RunnerArgs* parsed) {
     static const char* keywords[] = {"n_inputs", "n_slots",  "steps", "outputs",
                                      "constants", "filtered", "filter", "gc",
-                                     "keep",      "on_error", "unpack_single", NULL};
+                                     "keep",      "on_error", "unpack_single", "on_reenter",
+                                     NULL};
     RunnerArgs& a = *parsed;
     a.constants = a.filtered = a.keep = empty;
-    a.filter = a.gc = a.on_error = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiOO|$OOOOOOp:StepRunner",
+    a.filter = a.gc = a.on_error = a.on_reenter = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiOO|$OOOOOOpO:StepRunner",
                                      const_cast<char**>(keywords), &a.n_inputs, &a.n_slots,
                                      &a.steps, &a.outputs, &a.constants, &a.filtered, &a.filter,
-                                     &a.gc, &a.keep, &a.on_error, &a.unpack_single)) {
+                                     &a.gc, &a.keep, &a.on_error, &a.unpack_single,
+                                     &a.on_reenter)) {
+        return -1;
+    }
+    if (a.on_reenter != Py_None && !PyCallable_Check(a.on_reenter)) {
+        PyErr_SetString(PyExc_TypeError, "on_reenter must be callable");
         return -1;
     }
     if (a.n_inputs < 0 || a.n_slots < a.n_inputs) {
@@ -482,6 +489,7 @@ int fill_runner(StepRunnerObject* self, const RunnerArgs& a) {
     self->unpack_single = a.unpack_single;
     self->filter = a.filter != Py_None ? Py_NewRef(a.filter) : NULL;
     self->on_error = a.on_error != Py_None ? Py_NewRef(a.on_error) : NULL;
+    self->on_reenter = a.on_reenter != Py_None ? Py_NewRef(a.on_reenter) : NULL;
     self->slots = static_cast<PyObject**>(
         PyMem_Calloc(static_cast<size_t>(a.n_slots) + 1, sizeof(PyObject*)));
     auto* roles =

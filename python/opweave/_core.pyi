@@ -774,7 +774,8 @@ class Function:
     mode: Mode
     recipe: FunctionRecipe
     maker: FunctionMaker  # PyTensor's f.maker: fgraph, mode, inputs, outputs
-    compiled_parts: list[Function]  # "c|py": the compiled regions
+    compiled_parts: list[typing.Any]  # "c|py": the modules it uses (outcome, seconds)
+    runner: StepRunner  # "c|py": the loop in C
     node_outcomes: list[str | None]  # "c|py": per node, None where perform runs
     inner: Function  # with shared variables: the function of inputs and shared values
     node_checks: list[NodeCheck]  # DebugMode
@@ -824,7 +825,7 @@ class Function:
 class StepRunner:
     """
     StepRunner(n_inputs, n_slots, steps, outputs, *, constants=(), filtered=(), filter=None,
-               gc=None, keep=(), on_error=None, unpack_single=True)
+               gc=None, keep=(), on_error=None, unpack_single=True, on_reenter=None)
 
     Runs a graph as a table of steps that pass values through n_slots slots; a call's
     arguments fill slots 0..n_inputs-1. A step is (0, abi, owner, orphans, inputs,
@@ -839,7 +840,9 @@ class StepRunner:
     argument position in filtered is replaced by filter(position, value). A call with
     keywords or a wrong argument count returns on_error(args, kwargs, None, -1, 0); a
     failed step k returns on_error(args, None, error, k, failed_block) (k is -1 when
-    the filter failed), or raises without on_error.
+    the filter failed), or raises without on_error. A call made while the runner runs
+    (from a Python step) returns on_reenter(*args, **kwargs), or raises RuntimeError
+    without it.
     """
     # Written by hand (the type is not a pybind11 class; keep this when regenerating).
     def __new__(
@@ -856,6 +859,7 @@ class StepRunner:
         keep: collections.abc.Sequence[int] = (),
         on_error: collections.abc.Callable[..., typing.Any] | None = None,
         unpack_single: bool = True,
+        on_reenter: collections.abc.Callable[..., typing.Any] | None = None,
     ) -> StepRunner:
         """
         Create and return a new object.  See help(type) for accurate signature.

@@ -108,8 +108,8 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
             inputs.append(("constant", variable.type, data))
         else:  # which distinct variable: x*x is not x*y
             inputs.append(("variable", variable.type, seen.setdefault(id(variable), len(seen))))
-    key = (type(node), type(node.op), node.op, tuple(inputs))
-    key += (tuple(v.type for v in node.outputs), snapshot)
+    outputs = tuple(v.type for v in node.outputs)
+    key = (type(node), type(node.op), node.op, tuple(inputs), outputs, snapshot)
     try:
         hash(key)
     except TypeError:

@@ -153,19 +153,33 @@ def table_function(
         for step in steps
     ]
     on_error = _OnError(binding, steps)
-    runner = _core.StepRunner(
-        layout.n_inputs,
-        len(layout.slot),
-        table,
-        outputs,
-        constants=layout.constants,
-        filtered=filtered,
-        filter=binding.filter_one,
-        gc=gc,
-        keep=sorted(keep),
-        on_error=on_error,
-        unpack_single=single,
-    )
+    pool: dict[int, Any] = {}
+
+    def make_runner(depth: int) -> Any:
+        return _core.StepRunner(
+            layout.n_inputs,
+            len(layout.slot),
+            table,
+            outputs,
+            constants=layout.constants,
+            filtered=filtered,
+            filter=binding.filter_one,
+            gc=gc,
+            keep=sorted(keep),
+            on_error=on_error,
+            unpack_single=single,
+            on_reenter=lambda *args, **kwargs: nested(depth + 1, args, kwargs),
+        )
+
+    def nested(depth: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # A call from one of the graph's own Python steps (recursion): a runner
+        # of its own, with its own compiled instances and slots.
+        runner = pool.get(depth)
+        if runner is None:
+            runner = pool[depth] = make_runner(depth)
+        return runner(*args, **kwargs)
+
+    runner = make_runner(0)
     fn = _core.Function(impl=runner, unpack_single=single)
     on_error.function = weakref.ref(fn)
     on_error.runner = weakref.ref(runner)
