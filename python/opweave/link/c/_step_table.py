@@ -75,6 +75,13 @@ class _OnError:
     def __init__(self, binding: InputBinding, steps: Sequence[TableStep]) -> None:
         self.binding = binding
         self.steps = steps
+        # id(variable) -> the `convert` flag of the Python step that makes it
+        self.python_makers = {
+            id(v): step.run.convert
+            for step in steps
+            if step.abi is None and hasattr(step.run, "convert")
+            for v in step.outputs
+        }
         self.function: Any = lambda: None  # the Function, weakly (it owns this)
         self.runner: Any = lambda: None
 
@@ -96,7 +103,10 @@ class _OnError:
             note_failed_node(error, step.node, f"raised by {step.label}")
             raise error
         if 0 < block <= len(step.inputs):  # an input check of a compiled step
-            if function.trust_input:
+            maker = self.python_makers.get(id(step.inputs[block - 1]))
+            if maker is not None and not maker[0]:
+                maker[0] = True  # a Python step made it: convert its outputs from now on
+            elif function.trust_input:
                 raise error
             values = self.binding.filter(self.binding.bind(args, None))
             try:
@@ -110,6 +120,23 @@ class _OnError:
                 error, (step.node_blocks or {}).get(block), f"raised by the C code of {where}"
             )
         raise error
+
+
+def _unchecked_arguments(fgraph: FunctionGraph, steps: Sequence[TableStep]) -> list[int]:
+    """The argument positions that go through ``Type.filter`` before the
+    steps: those a Python step reads before any compiled step has checked
+    them (a compiled step's ``c_extract`` accepts only exact values, and
+    refuses the others before anything else reads them), and those
+    returned as they are."""
+    checked: set[int] = set()
+    unchecked: set[int] = {id(v) for v in fgraph.outputs}
+    for step in steps:
+        read = {id(v) for v in step.inputs}
+        if step.abi is None:
+            unchecked.update(read - checked)
+        else:
+            checked.update(read)
+    return [p for p, v in enumerate(fgraph.inputs) if id(v) in unchecked]
 
 
 def table_function(
@@ -135,9 +162,7 @@ def table_function(
         for slot, k in last_read.items():
             if slot in made and slot not in returned:
                 gc[k].append(slot)
-    unchecked = {id(v) for step in steps if step.abi is None for v in step.inputs}
-    unchecked.update(id(v) for v in fgraph.outputs)  # an input returned as it is
-    filtered = [p for p, v in enumerate(fgraph.inputs) if id(v) in unchecked]
+    filtered = _unchecked_arguments(fgraph, steps)
     table = [
         (
             0,

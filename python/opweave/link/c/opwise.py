@@ -39,7 +39,7 @@ from typing import Any
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.basic import NodeThunk, has_perform, perform_thunk
+from opweave.link.basic import NodeThunk, has_perform, perform_params, perform_thunk
 from opweave.link.c import cmodule
 from opweave.link.c._node_keys import NodeCode, node_code, single_node_graph
 from opweave.link.c._step_table import TableStep, table_function
@@ -254,21 +254,43 @@ def _part(
 
 
 def _python_step(node: Apply, index: int) -> TableStep:
-    """A step running ``node``'s perform; its outputs go through their
-    types' ``filter`` (a perform may return a list where the next node's C
-    code wants an array)."""
+    """A step running ``node``'s perform. Its outputs go through their
+    types' ``filter`` once compiled code has found one inexact (a perform
+    may return a list where the next node's C code wants an array): the
+    step's ``convert`` is set then (see _step_table._OnError)."""
     if not has_perform(node.op):
         raise MissingCCode(
             f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
             f"Python ({type(node.op).__name__} defines no perform)"
         )
-    thunk = perform_thunk(node)
+    op, params = node.op, perform_params(node)
     filters = [v.type.filter for v in node.outputs]
+    n_out = len(filters)
+    convert = [False]
 
-    def run(values: Sequence[Any]) -> list[Any]:
-        results = thunk(values)
-        return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
+    def run(values: list[Any]) -> list[Any]:
+        cells: list[list[Any]] = [[None] for _ in range(n_out)]
+        op.perform(node, values, cells, *params)
+        results = [cell[0] for cell in cells]
+        if any(value is None for value in results):
+            missing = next(k for k, value in enumerate(results) if value is None)
+            raise ValueError(f"{op}.perform did not set output {missing}")
+        if convert[0]:
+            return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
+        return results
 
+    if n_out == 1:  # the common case, without the loops
+        (only,) = filters
+
+        def run(values: list[Any]) -> list[Any]:
+            cell: list[Any] = [None]
+            op.perform(node, values, [cell], *params)
+            result = cell[0]
+            if result is None:
+                raise ValueError(f"{op}.perform did not set output 0")
+            return [only(result, strict=False) if convert[0] else result]
+
+    run.convert = convert  # type: ignore[attr-defined]
     label = f"node {index} ({node.op})"
     return TableStep(None, run, (), list(node.inputs), list(node.outputs), label, [None], index)
 
