@@ -201,7 +201,8 @@ def test_errors_in_reused_nodes_name_the_node_and_inputs_are_converted() -> None
     assert f(np.ones(2), 2.0).tolist() == [4.0, 4.0]
 
 
-def test_a_fresh_process_reuses_the_index(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_fresh_process_reuses_the_index_and_runs_no_compiler(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys, numpy as np, opweave
@@ -214,20 +215,29 @@ def test_a_fresh_process_reuses_the_index(tmp_path: Path) -> None:
         print(f.compile_profile["compiled"], f(np.linspace(-2, 2, 7)).sum())
         """
     )
-    env = dict(os.environ, OPWEAVE_FLAGS=f"compiledir={tmp_path}")
+    cache = tmp_path / "cache"
     support = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join([support, env.get("PYTHONPATH", "")])
+    # In the second process every compiler run goes through this launcher,
+    # which notes it and fails: the build must run none.
+    log = tmp_path / "compiler-runs.log"
+    launcher = tmp_path / "no-compiler"
+    launcher.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexit 1\n')
+    launcher.chmod(0o755)
 
-    def run(ks: list[float]) -> list[str]:
+    def run(ks: list[float], flags: str = "", ok: bool = True) -> list[str]:
+        env = dict(os.environ, OPWEAVE_FLAGS=f"compiledir={cache}{flags}")
+        env["PYTHONPATH"] = os.pathsep.join([support, env.get("PYTHONPATH", "")])
         argument = ",".join(map(str, ks))
         done = subprocess.run(
             [sys.executable, "-c", script, argument], env=env, capture_output=True, text=True
         )
-        assert done.returncode == 0, done.stderr
+        assert (done.returncode == 0) == ok, done.stderr
         return done.stdout.split()
 
     ks = constants(8, seed=6)
     assert run(ks)[0] == "1"
-    compiled, total = run(ks[4:] + ks[:4])
-    assert compiled == "0"
+    compiled, total = run(ks[4:] + ks[:4], f",cxx_launcher={launcher}")
+    assert compiled == "0" and not log.exists()
+    run(constants(8, seed=7), f",cxx_launcher={launcher}", ok=False)  # new code: it would
+    assert log.exists()
     assert float(total) == pytest.approx(float(expected(ks[4:] + ks[:4]).sum()), rel=1e-12)
