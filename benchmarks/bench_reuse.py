@@ -6,7 +6,9 @@ with an EMPTY compile dir: rchainA20 (20 new ops), rchainR20 (the same ops
 rewired in reverse), rtwo10 (ten of them on two inputs), rchainC20 (20 other
 ops), rmix20 (half of rchainA20's ops, then half of rchainC20's) and rnew20 (20
 ops never seen). Each build is `function()` plus the first call, timed apart;
-the table's build figure is their sum. Then, per call with length-1 float64
+the table's build figure is their sum. opweave then builds rfresh20 (20 more
+new ops) in C mode, whose module exports nothing, to compare rnew20's first
+build with. Then, per call with length-1 float64
 vectors, the median of 7 x 20,000 calls of pymid40 (40 distinct ops, the one at
 position 20 without C code) and chain10 (10 nodes of one C op).
 
@@ -114,6 +116,12 @@ def worker(backend: str, task: str) -> dict[str, Any]:
         found[f"result.{graph}"] = float(first[0])
         for name, count in opweave_counts(f).items():
             found[f"{name}.{graph}"] = count
+    if backend == "opweave":  # rnew20's first build, in a module that exports nothing
+        inputs, outputs = scaling_graphs.build(api, "rfresh20")
+        start = time.perf_counter()
+        f = api.function(inputs, outputs, mode=api.mode.Mode(linker="c", optimizer=None))
+        f(np.ones(1), np.array(2.0))
+        found["build.rfresh20_c"] = time.perf_counter() - start
     return found
 
 
@@ -179,6 +187,12 @@ def report(found: dict[str, dict[str, Any]], load: list[float], notes: list[str]
         print(
             f"{label:<38} {cell(mine):>9} {cell(other):>9} "
             f"{cell(ratio, 3) + verdict:>8} {shown_target:>7}{counts}"
+        )
+    if "build.rfresh20_c" in ours:
+        plain, exported = ours["build.rfresh20_c"], ours["build.rnew20"]
+        print(
+            f"first build of 20 new ops in C mode, exporting nothing (s): {plain:.4g}; "
+            f"c|py's rnew20, exporting its 20 nodes, / that: {exported / plain:.3g}"
         )
     print("\nbuild = function() + first call; function() alone and the first call (s):")
     for graph in BUILDS:

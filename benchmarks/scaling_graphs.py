@@ -19,6 +19,9 @@ process, to see how much of what it compiled a backend reuses):
 - rmixN: the first N/2 ops of rchainAN (k = 1..N/2) followed by the last N/2
   of rchainCN (k = 101+N/2..100+N), each at the position it had there;
 - rnewN: a chain of N ops never built before (k = 201..200+N);
+- rfreshN: another such chain (k = 301..300+N), which bench_reuse.py builds
+  in C mode, whose modules export nothing: the first build rnewN is
+  compared with;
 - pymidN: a chain of N distinct ops whose node N/2 (from 0) is the Python-only
   one and the others ScaledVectorTimesScalar(k) with k = their position + 1.
 """
@@ -132,6 +135,8 @@ def build(api: SimpleNamespace, graph: str) -> tuple[list[Any], list[Any]]:
         ks = list(range(1, n // 2 + 1)) + list(range(101 + n // 2, 101 + n))
     elif kind == "rnew":
         ks = list(range(201, 201 + n))
+    elif kind == "rfresh":
+        ks = list(range(301, 301 + n))
     elif kind == "kchainB":
         ks = list(range(1, n - 4)) + list(range(n + 1, n + 6))
     elif kind in ("pychain", "pymid"):
