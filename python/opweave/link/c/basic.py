@@ -290,7 +290,7 @@ class CLinker(Linker):
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         job = self.compile_job(graph.objects, compiler)
-        if self.export_nodes:
+        if self.export_nodes and not self._is_own_node_graph():
             graph = self._with_exports(graph, job)
         hooks = time.perf_counter()
         whole_because = ""
@@ -316,6 +316,21 @@ class CLinker(Linker):
             whole_because,
             node_blocks=graph.node_blocks,
         )
+
+    def _is_own_node_graph(self) -> bool:
+        """Whether the bound graph is the graph of its one node's code (see
+        _node_keys.single_node_graph): one node, its distinct variable inputs
+        as the graph's inputs and its outputs as the graph's outputs. Its
+        module's key is then that node's code key: the module exports its
+        own graph, with no code added, whatever the linker."""
+        nodes = self.order()
+        if len(nodes) != 1:
+            return False
+        node, fgraph = nodes[0], self.bound_graph()
+        variables = {id(v): v for v in node.inputs if not is_constant(v)}
+        return [id(v) for v in fgraph.inputs] == list(variables) and [
+            id(v) for v in fgraph.outputs
+        ] == [id(v) for v in node.outputs]
 
     def _with_exports(self, graph: GraphSpec, job: _core.CompileJob) -> GraphSpec:
         """``graph`` exporting the code of each of its nodes that compiles
@@ -350,6 +365,8 @@ class CLinker(Linker):
             units=[unit["text"] for unit in assembled["units"]],
         )
         request.exports = [graph["key"] for graph in spec.get("exports", ())]
+        if not assembled["units"] and self._is_own_node_graph():
+            request.exports = [_core.request_key(compiler, request)]
         if assembled["units"]:  # what several units may hold (see ModuleRequest)
             parts = [spec, *spec["units"]]
             shared = (text for part in parts for text, _ in part["support_code"])

@@ -480,7 +480,7 @@ def remember_exports(compiled: CompiledModule) -> None:
     """Notes, for this process, the node codes ``compiled`` exports (see
     opweave.link.c._node_keys), so that :func:`load_exports` checks its
     entry rather than reading the index for each of them."""
-    for key in getattr(compiled.module, "nodes", {}):
+    for key in [*getattr(compiled.module, "nodes", {}), compiled.key]:
         _export_memo[key] = (compiled.key, str(compiled.library))
 
 
@@ -537,7 +537,8 @@ def _exported(cache: _core.ModuleCache, entry: Any, key: str) -> tuple[ModuleTyp
         _log.warning("cache entry %s cannot be loaded (%s); setting it aside", entry.dir, error)
         cache.quarantine(entry.key, f"cannot be loaded: {error}", Path(library).name)
         return None
-    exported = getattr(module, "nodes", {})
+    # A module whose key is the node's exports its own graph.
+    exported = {key: module.abi} if key == entry.key else getattr(module, "nodes", {})
     if key not in exported:  # its metadata lists the key: the library does not match it
         _log.warning("cache entry %s does not export node code %s", entry.dir, key[:12])
         return None

@@ -241,3 +241,19 @@ def test_a_fresh_process_reuses_the_index_and_runs_no_compiler(tmp_path: Path) -
     run(constants(8, seed=7), f",cxx_launcher={launcher}", ok=False)  # new code: it would
     assert log.exists()
     assert float(total) == pytest.approx(float(expected(ks[4:] + ks[:4]).sum()), rel=1e-12)
+
+
+def test_a_one_node_module_of_c_mode_is_the_export_of_its_node() -> None:
+    """The module of a graph of one node is that node's code, whatever the
+    linker: C mode's serves c|py, with nothing added to its text."""
+    x, s = dvector("x"), dscalar("s")
+    alone = function([x, s], VectorTimesScalar()(x, s), mode="C")
+    (entry,) = compiled_modules()
+    assert entry.exports == [entry.key]
+    cmodule._export_memo.clear()  # as in a new process: found through the index
+    twice = function([x, s], VectorTimesScalar()(VectorTimesScalar()(x, s), s), mode=CPY)
+    assert twice.node_outcomes == ["hit", "hit"] and len(compiled_modules()) == 1
+    assert twice(np.ones(2), np.array(3.0)).tolist() == [9.0, 9.0]
+    again = function([x, s], VectorTimesScalar()(x, s), mode=CPY)
+    assert again.compile_profile["compiled"] == 0 and len(compiled_modules()) == 1
+    assert alone(np.ones(2), 2.0).tolist() == again(np.ones(2), 2.0).tolist() == [2.0, 2.0]
