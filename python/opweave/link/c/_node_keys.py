@@ -59,7 +59,10 @@ class NodeCode(NamedTuple):
     node_block: int  # the run block id of the node in its graph (the rest are its inputs')
 
 
+# Node codes by signature, oldest first; at most _MEMO_SIZE of them (each
+# holds its export's text), so that a long-lived process does not grow.
 _memo: dict[Any, NodeCode] = {}
+_MEMO_SIZE = 4096
 
 
 def single_node_graph(node: Apply, given: Collection[int] = ()) -> tuple[FunctionGraph, list[int]]:
@@ -132,6 +135,8 @@ def node_code(
     found = _memo.get(key)
     if found is None:
         found = _memo[key] = compute(node, given)
+        if len(_memo) > _MEMO_SIZE:
+            del _memo[next(iter(_memo))]
     return found
 
 

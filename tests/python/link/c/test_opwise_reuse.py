@@ -257,3 +257,16 @@ def test_a_one_node_module_of_c_mode_is_the_export_of_its_node() -> None:
     again = function([x, s], VectorTimesScalar()(x, s), mode=CPY)
     assert again.compile_profile["compiled"] == 0 and len(compiled_modules()) == 1
     assert alone(np.ones(2), 2.0).tolist() == again(np.ones(2), 2.0).tolist() == [2.0, 2.0]
+
+
+def test_the_memo_of_node_codes_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opweave.link.c import _node_keys
+
+    monkeypatch.setattr(_node_keys, "_memo", {})
+    monkeypatch.setattr(_node_keys, "_MEMO_SIZE", 3)
+    ks = constants(6, seed=8)
+    f = chain(ks)
+    assert len(_node_keys._memo) == 3
+    np.testing.assert_allclose(f(X), expected(ks), rtol=1e-12)
+    again = chain(ks)  # keys computed again, the same: nothing compiled
+    assert again.compile_profile["compiled"] == 0
