@@ -99,6 +99,24 @@ class InputBinding:
             raise ValueError(f"{len(values)} values for {len(self.variables)} inputs")
         return [self.filter_one(position, value) for position, value in enumerate(values)]
 
+    def call_converted(
+        self,
+        call_exact: Any,
+        args: Sequence[Any],
+        kwargs: dict[str, Any] | None,
+        error: BaseException | None,
+    ) -> Any:
+        """``call_exact`` on the arguments bound and converted by their
+        types; when ``error`` (what the first call raised) is given, an
+        error of this call says the inputs had been converted."""
+        values = self.filter(self.bind(args, kwargs))
+        try:
+            return call_exact(*values)
+        except Exception as retry_error:
+            if error is not None:
+                add_note(retry_error, "(the inputs had been converted with Type.filter)")
+            raise
+
     def filter_one(self, position: int, value: Any) -> Any:
         """``value`` converted by the type of input ``position``."""
         variable = self.variables[position]
@@ -149,16 +167,10 @@ class Fallback:
                 # The output's type rejected the value its op's code made.
                 error.failed_output = self.output_blocks[failed_block]  # type: ignore[attr-defined]
             raise error
-        values = self.binding.filter(self.binding.bind(args, kwargs))
         function = self.function()
         if function is None:
             raise ReferenceError("the opweave function was deleted")
-        try:
-            return function.call_exact(*values)
-        except Exception as retry_error:
-            if error is not None:
-                add_note(retry_error, "(the inputs had been converted with Type.filter)")
-            raise
+        return self.binding.call_converted(function.call_exact, args, kwargs, error)
 
 
 def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any:

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from opweave import _core
 from opweave.graph.basic import Variable, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.callable import InputBinding, add_note, note_failed_node
+from opweave.link.callable import InputBinding, note_failed_node
 
 __all__ = ["TableStep", "table_function"]
 
@@ -97,7 +97,7 @@ class _OnError:
         if runner is None or function is None:
             raise ReferenceError("the opweave function was deleted")
         if error is None:  # keywords or a wrong count
-            return runner.call_exact(*self.binding.filter(self.binding.bind(args, kwargs)))
+            return self.binding.call_converted(runner.call_exact, args, kwargs, None)
         step = self.steps[index]
         if step.abi is None:
             note_failed_node(error, step.node, f"raised by {step.label}")
@@ -108,12 +108,7 @@ class _OnError:
                 maker[0] = True  # a Python step made it: convert its outputs from now on
             elif function.trust_input:
                 raise error
-            values = self.binding.filter(self.binding.bind(args, None))
-            try:
-                return runner.call_exact(*values)
-            except Exception as retry_error:
-                add_note(retry_error, "(the inputs had been converted with Type.filter)")
-                raise
+            return self.binding.call_converted(runner.call_exact, args, None, error)
         where = (step.block_names or {}).get(block)
         if where:
             note_failed_node(

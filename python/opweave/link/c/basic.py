@@ -290,18 +290,19 @@ class CLinker(Linker):
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         job = self.compile_job(graph.objects, compiler)
-        if self.export_nodes and not self._is_own_node_graph():
+        own = self._is_own_node_graph()  # its module is its node's export
+        if self.export_nodes and not own:
             graph = self._with_exports(graph, job)
         hooks = time.perf_counter()
         whole_because = ""
         try:
-            compiled, assembly = self._load(graph, graph.spec, job, compiler)
+            compiled, assembly = self._load(graph, graph.spec, job, compiler, own)
         except CompileError as error:
             if graph.whole is None:
                 raise
             whole_because = f"its units did not compile or link: {_first_error(error)}"
             _log.info("%s is compiled as one unit: %s", self.label(), whole_because)
-            compiled, assembly = self._load(graph, graph.whole, job, compiler)
+            compiled, assembly = self._load(graph, graph.whole, job, compiler, own)
         seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
         return CompiledGraph(
             compiled.module,
@@ -351,9 +352,15 @@ class CLinker(Linker):
         return graph._replace(spec=spec, whole=whole)
 
     def _load(
-        self, graph: GraphSpec, spec: dict[str, Any], job: _core.CompileJob, compiler: Any
+        self,
+        graph: GraphSpec,
+        spec: dict[str, Any],
+        job: _core.CompileJob,
+        compiler: Any,
+        own: bool = False,
     ) -> tuple[cmodule.CompiledModule, float]:
-        """The module of ``spec``, and the seconds its assembly took."""
+        """The module of ``spec``, and the seconds its assembly took;
+        ``own``: the graph is its one node's code (_is_own_node_graph)."""
         start = time.perf_counter()
         assembled = _core.assemble_module(spec)
         request = cmodule.module_request(
@@ -365,7 +372,7 @@ class CLinker(Linker):
             units=[unit["text"] for unit in assembled["units"]],
         )
         request.exports = [graph["key"] for graph in spec.get("exports", ())]
-        if not assembled["units"] and self._is_own_node_graph():
+        if own and not assembled["units"]:
             request.exports = [_core.request_key(compiler, request)]
         if assembled["units"]:  # what several units may hold (see ModuleRequest)
             parts = [spec, *spec["units"]]
