@@ -32,6 +32,7 @@ struct FunctionObject {
     PyObject* module;    // the graph module (owns the ABI table); NULL with impl
     PyObject* impl;      // a Python callable run instead of a graph; NULL with module
     PyObject* fallback;  // callable(args, kwargs, error, failed_block) or NULL
+    PyObject* orphans;   // the tuple the graph was created from (free() recreates it)
     const opweave_graph_abi* abi;
     void* graph;
     int unpack_single;
@@ -134,7 +135,11 @@ PyObject* function_vectorcall(PyObject* callable, PyObject* const* args, size_t 
     if (plain && nargs == self->abi->n_inputs) {
         int failed_block = 0;
         PyObject* result = run_graph(self, args, NULL, &failed_block);
-        if (result != NULL || self->trust_input || self->fallback == NULL || failed_block == 0) {
+        // With trust_input, an input the C code refused raises as it is; a
+        // node's failure still goes to the fallback, which names the node.
+        const bool input_failed = failed_block <= self->abi->n_inputs;
+        if (result != NULL || self->fallback == NULL || failed_block == 0 ||
+            (self->trust_input && input_failed)) {
             return result;
         }
         return call_fallback(self, args, nargs, NULL, failed_block);
@@ -162,6 +167,7 @@ int function_traverse(PyObject* object, visitproc visit, void* arg) {
     Py_VISIT(self->module);
     Py_VISIT(self->impl);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->orphans);
     return 0;
 }
 
@@ -175,6 +181,7 @@ int function_clear(PyObject* object) {
     Py_CLEAR(self->fallback);
     if (self->graph == NULL) {
         Py_CLEAR(self->module);
+        Py_CLEAR(self->orphans);
     }
     return 0;
 }
@@ -225,13 +232,46 @@ int attach_graph(FunctionObject* self, PyObject* module, PyObject* orphans) {
         return -1;
     }
     self->graph = abi->create(PySequence_Fast_ITEMS(sequence));
-    Py_DECREF(sequence);
     if (self->graph == NULL) {
+        Py_DECREF(sequence);
+        return -1;
+    }
+    self->orphans = PySequence_Tuple(sequence);
+    Py_DECREF(sequence);
+    if (self->orphans == NULL) {
+        abi->destroy(self->graph);
+        self->graph = NULL;
         return -1;
     }
     self->abi = abi;
     self->module = Py_NewRef(module);
     return 0;
+}
+
+// free(): the graph's instance is replaced by a new one, created from the
+// same orphans, so that the intermediate results the old one kept between
+// calls are released. A Function of a Python callable calls its free(), if
+// it has one.
+PyObject* function_free(PyObject* object, PyObject*) {
+    auto* self = reinterpret_cast<FunctionObject*>(object);
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "free() called while the function runs");
+        return NULL;
+    }
+    if (self->graph == NULL) {
+        if (self->impl == NULL || !PyObject_HasAttrString(self->impl, "free")) {
+            Py_RETURN_NONE;
+        }
+        return PyObject_CallMethod(self->impl, "free", NULL);
+    }
+    void* fresh = self->abi->create(PySequence_Fast_ITEMS(self->orphans));
+    if (fresh == NULL) {
+        return NULL;
+    }
+    void* old = self->graph;
+    self->graph = fresh;
+    self->abi->destroy(old);
+    Py_RETURN_NONE;
 }
 
 PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
@@ -358,6 +398,9 @@ PyObject* get_is_compiled(PyObject* object, void*) {
 }
 
 PyMethodDef function_methods[] = {
+    {"free", function_free, METH_NOARGS,
+     "free(): releases what the compiled graph keeps between calls (its intermediate\n"
+     "results), by replacing its instance with a new one made from the same constants."},
     {"call_exact", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(function_call_exact)),
      METH_FASTCALL,
      "call_exact(*inputs): runs the function on inputs that are already exact values of the\n"

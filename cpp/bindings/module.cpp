@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
     opweave::bindings::init_assembly(m);
     opweave::bindings::init_function(m);
     opweave::bindings::init_step_runner(m);
+    opweave::bindings::init_cell_call(m);
 }

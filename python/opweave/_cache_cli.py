@@ -164,6 +164,7 @@ def _transfer(args: argparse.Namespace) -> int:
     environment = environment_fingerprint()
     if args.action == "fingerprint":
         print(environment)
+        _show_march()
         return 0
     if args.file is None:
         raise SystemExit(f"opweave cache {args.action}: name the export file")
@@ -184,6 +185,18 @@ def _transfer(args: argparse.Namespace) -> int:
     for line in report.refused:
         print(f"opweave: refused {line}", file=sys.stderr)
     return 1 if report.refused else 0
+
+
+def _show_march() -> None:
+    """With ``cmodule__march`` set, the machine flags modules are built with
+    (part of their keys), on stderr, so that stdout stays the fingerprint."""
+    from opweave.configparser import config
+    from opweave.link.c._march import march_flags
+    from opweave.link.c.cmodule import get_compiler
+
+    if config.cmodule__march:
+        flags = " ".join(march_flags(get_compiler()))
+        print(f"cmodule__march={config.cmodule__march}: {flags}", file=sys.stderr)
 
 
 def _show_warnings() -> None:

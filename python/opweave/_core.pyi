@@ -1,8 +1,8 @@
 # The stub of opweave._core (the C++ bindings), for type checkers and editors.
 # Generated from the built module: pybind11-stubgen opweave._core -o python
 # tests/python/_core/test_stub.py checks that it names everything the module has.
-# Written by hand, to keep when regenerating: the imports from opweave and the Function and
-# StepRunner classes.
+# Written by hand, to keep when regenerating: the imports from opweave and the Function,
+# StepRunner and CellCall classes.
 """
 opweave's C++ core: content hash, file locks, module cache and compiler driver,
 graph module assembly and the compiled-function runtime.
@@ -19,7 +19,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -796,6 +796,11 @@ class Function:
         call_exact(*inputs): runs the function on inputs that are already exact values of the
         input types, without converting them or calling the fallback.
         """
+    def free(self) -> None:
+        """
+        free(): releases what the compiled graph keeps between calls (its intermediate
+        results), by replacing its instance with a new one made from the same constants.
+        """
     def call_with_outputs(
         self, inputs: collections.abc.Sequence[typing.Any], outputs: collections.abc.Sequence[typing.Any]
     ) -> typing.Any:
@@ -822,6 +827,38 @@ class Function:
         """
         True when a compiled graph module runs the calls.
         """
+class CellCall:
+    """
+    CellCall(function, inputs, outputs)
+
+    function bound to storage cells (tuples of one-element lists): a call, with no
+    arguments, passes the input cells' values to function, writes each value of the
+    list it returns into the matching output cell, and returns that list. When
+    function raises an exception with an int failed_node, position_of_error is set
+    to it (else it is -1). Instances take attributes.
+    """
+    # Written by hand (not a pybind11 class). opweave.pytensor sets these:
+    nodes: list[typing.Any]
+    thunks: list[typing.Any]
+    storage_map: dict[typing.Any, list[typing.Any]]
+    allow_gc: bool
+    need_update_inputs: bool
+    time_thunks: bool
+    lazy: bool
+    position_of_error: int
+    def __init__(
+        self,
+        function: collections.abc.Callable[..., list[typing.Any]],
+        inputs: tuple[list[typing.Any], ...],
+        outputs: tuple[list[typing.Any], ...],
+    ) -> None: ...
+    def __call__(self) -> list[typing.Any]: ...
+    @property
+    def function(self) -> collections.abc.Callable[..., list[typing.Any]]: ...
+    @property
+    def inputs(self) -> tuple[list[typing.Any], ...]: ...
+    @property
+    def outputs(self) -> tuple[list[typing.Any], ...]: ...
 class StepRunner:
     """
     StepRunner(n_inputs, n_slots, steps, outputs, *, constants=(), filtered=(), filter=None,

@@ -334,6 +334,16 @@ _OPTIONS = (
         "cache key.",
     ),
     ConfigOption(
+        "cmodule__march",
+        str,
+        "",
+        "The machine flags of generated modules: empty (none: modules run on any CPU of "
+        "the architecture, and shared caches keep their hits), 'native' (expanded once "
+        "per compiler and CPU into explicit flags, which are part of the cache key), or "
+        "a CPU name passed as -march=<name>. opweave.pytensor sets 'native', as "
+        "PyTensor does, unless it is set.",
+    ),
+    ConfigOption(
         "cmodule__remove_gxx_opt",
         _parse_bool,
         False,
@@ -441,6 +451,13 @@ class OpweaveConfig:
             raise AttributeError(f"opweave has no configuration option {name!r}")
         self._values[name] = self._parse(name, value)
         object.__setattr__(self, "_snapshot", None)
+
+    def is_set(self, name: str) -> bool:
+        """Whether option ``name`` was given (in ``OPWEAVE_FLAGS`` or set),
+        rather than left at its default."""
+        if name not in self._options:
+            raise AttributeError(f"opweave has no configuration option {name!r}")
+        return name in self._values
 
     def options(self) -> dict[str, ConfigOption]:
         """Every option, by name."""

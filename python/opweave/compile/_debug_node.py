@@ -203,7 +203,7 @@ class NodeCheck:
     ) -> None:
         """BadThunkOutput where two runs' outputs differ."""
         for variable, a, b in zip(self.node.outputs, out1, out2, strict=True):
-            if not variable.type.values_eq_approx(a, b):
+            if not values_eq_approx(variable)(a, b):
                 raise BadThunkOutput(variable, name1, a, name2, b, values)
 
     def check_preallocated(
@@ -245,3 +245,11 @@ def _has_non_finite(value: Any) -> bool:
     if dtype is None or dtype.kind not in "fc":
         return False
     return not bool(np.all(np.isfinite(value)))
+
+
+def values_eq_approx(variable: Any) -> Any:
+    """How two values of ``variable`` are compared: its tag's
+    ``values_eq_approx`` when its op set one (as PyTensor's ``AllocEmpty``
+    does, whose values are any), else its type's."""
+    tag = getattr(variable, "tag", None)
+    return getattr(tag, "values_eq_approx", None) or variable.type.values_eq_approx

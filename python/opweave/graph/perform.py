@@ -12,7 +12,15 @@ from typing import Any
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
 
-__all__ = ["NodeThunk", "has_perform", "perform_params", "perform_thunk"]
+__all__ = [
+    "NodeThunk",
+    "has_perform",
+    "own_thunk",
+    "own_thunk_impl",
+    "perform_params",
+    "perform_thunk",
+    "register_own_thunk",
+]
 
 NodeThunk = Callable[..., list[Any]]
 """Runs one node: ``thunk(input_values, outputs=None)`` returns the output
@@ -68,5 +76,68 @@ def perform_thunk(node: Apply) -> NodeThunk:
             if cell[0] is None:
                 raise ValueError(f"{op}.perform did not set output {position}")
         return [cell[0] for cell in cells]
+
+    return run
+
+
+# Rules naming the ops that run through their own make_thunk (see
+# register_own_thunk); each returns the impl to ask for, or _PERFORM.
+_PERFORM = object()
+_own_thunk_rules: list[Callable[[Any], Any]] = []
+
+
+def register_own_thunk(rule: Callable[[Any], Any]) -> None:
+    """Adds a rule that picks the ops whose Python implementation is their
+    own ``make_thunk`` rather than ``perform``: ``rule(op)`` returns the
+    ``impl`` to pass to ``op.make_thunk`` (``"c"``, ``"py"`` or None), or
+    :data:`PERFORM` for an op it leaves to ``perform``. PyTensor's
+    ``IfElse`` (no ``perform``) and its ops with an inner function (whose
+    ``make_thunk`` links it) are registered by :mod:`opweave.pytensor`."""
+    _own_thunk_rules.append(rule)
+
+
+PERFORM = _PERFORM
+
+
+def own_thunk_impl(op: Any) -> Any:
+    """The ``impl`` with which ``op`` runs through its own ``make_thunk``,
+    or :data:`PERFORM` when it runs ``perform``."""
+    for rule in _own_thunk_rules:
+        impl = rule(op)
+        if impl is not _PERFORM:
+            return impl
+    return _PERFORM
+
+
+def own_thunk(node: Apply, impl: Any) -> NodeThunk:
+    """Runs ``node`` through the thunk of its op's ``make_thunk(node,
+    storage_map, compute_map, no_recycling, impl)``, made once, on cells
+    of its own: the inputs are set and marked computed before each call (a
+    lazy thunk, such as IfElse's, finds them all), the outputs emptied."""
+    inputs = list(dict.fromkeys(node.inputs))
+    storage = {v: [None] for v in [*inputs, *node.outputs]}
+    computed = {v: [v not in node.outputs] for v in storage}
+    thunk = node.op.make_thunk(node, storage, computed, [], impl=impl)
+    in_cells = [storage[v] for v in node.inputs]
+    out_cells = [storage[v] for v in node.outputs]
+    out_done = [computed[v] for v in node.outputs]
+
+    def run(values: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[Any]:
+        for cell, value in zip(in_cells, values, strict=True):
+            cell[0] = value
+        for cell, done in zip(out_cells, out_done, strict=True):
+            cell[0], done[0] = None, False
+        try:
+            wanted = thunk()
+            if wanted:
+                raise ValueError(f"{node.op}'s thunk asked again for inputs {wanted}")
+            results = [cell[0] for cell in out_cells]
+        finally:
+            for cell in [*in_cells, *out_cells]:
+                cell[0] = None
+        for position, value in enumerate(results):
+            if value is None:
+                raise ValueError(f"{node.op}'s thunk did not set output {position}")
+        return results
 
     return run

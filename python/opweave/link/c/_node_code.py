@@ -79,6 +79,14 @@ class NodeArgs(NamedTuple):
     literals: Sequence[str | None]  # per input: its literal, or None
     outputs: Sequence[str]  # per output: its cell
     params: str | None  # the params' cell
+    # per input: the first position of the same variable (its own if first);
+    # an input is named after that position, and the op's code may replace
+    # its value (``Py_XDECREF(x); x = copy;``), which goes back to its cell
+    same: Sequence[int] = ()
+    # per input: the type of a literal input (declared as a local V_in<k> set
+    # to the literal, since ops may paste an input's name into identifiers,
+    # as PyTensor's ScalarLoop does), or None
+    literal_types: Sequence[Any] = ()
 
 
 def _text(value: Any, what: str) -> str:
@@ -106,7 +114,9 @@ class NodeStructs:
     def hook_texts(self, node: Apply, name: str, args: NodeArgs, what: str) -> list[str]:
         """The texts of the node hooks, under node name ``name``."""
         op: Any = node.op  # its C hooks are looked up by name (ops are duck-typed)
-        inputs = [literal or f"V_in{k}" for k, literal in enumerate(args.literals)]
+        # The same variable twice among the inputs has one name, that of its
+        # first position (PyTensor's Elemwise asserts one name per variable).
+        inputs = [f"V_in{first}" for first in args.same]
         outputs = [f"V_out{k}" for k in range(len(args.outputs))]
         sub, struct_sub = dict(_SUB), dict(_STRUCT_SUB)
         if args.params is not None:
@@ -134,7 +144,9 @@ class NodeStructs:
     def struct(self, node: Apply, args: NodeArgs, what: str) -> OpStruct:
         """The struct for ``node`` (``what`` names it in errors), defined on
         first use."""
-        cells = [c or "" for c in args.inputs] + [*args.outputs, args.params or ""]
+        cells = [
+            c or f"literal {literal}" for c, literal in zip(args.inputs, args.literals, strict=True)
+        ] + [*args.outputs, args.params or ""]
         texts = self.hook_texts(node, PLACEHOLDER, args, what)
         if any(PLACEHOLDER in text for text in texts):
             texts = self.hook_texts(node, f"node_{code_hash(*texts, *cells)}", args, what)
@@ -244,6 +256,11 @@ class NodeStructs:
             (f"{name} = {source}.V;\n", -1),
         ]
 
+    def _literal_local(self, kind: Any, name: str, literal: str | None) -> list[Fragment]:
+        """A local ``name`` declared by type ``kind`` and set to ``literal``."""
+        declare = call_hook(kind, "c_declare", name, dict(_SUB), default="", check_input=False)
+        return [self.fragment(declare, f"type {kind} c_declare"), (f"{name} = {literal};\n", -1)]
+
     def _python_objects(self, args: NodeArgs, *code: Fragment) -> list[Fragment]:
         """Makes ``py_V_in<k>`` valid before the node's code runs, for each
         input whose Python object ``code`` uses: the cell's ``sync()`` (its
@@ -277,6 +294,8 @@ class NodeStructs:
             if cell is not None:
                 signature.append(f"{cell}& __i{k}")
                 body += self._local(cell, f"V_in{k}", f"__i{k}")
+            elif args.same[k] == k:
+                body += self._literal_local(args.literal_types[k], f"V_in{k}", args.literals[k])
         for k, cell in enumerate(args.outputs):
             signature.append(f"{cell}& __o{k}")
             body += self._local(cell, f"V_out{k}", f"__o{k}")
@@ -286,7 +305,13 @@ class NodeStructs:
         head = f"int {struct.name}::{run} {{\nint __failure = 0;\n"
         definition = [(head, -1), *body, *self._python_objects(args, code, cleanup), *locals_]
         definition += [("{\n", -1), code]
-        copy_back = "".join(f"__o{k}.V = V_out{k};\n" for k in range(len(args.outputs)))
+        # The cells own their values: an input the code replaced goes back too.
+        copy_back = "".join(
+            f"__i{k}.V = V_in{k};\n"
+            for k, cell in enumerate(args.inputs)
+            if cell is not None and args.same[k] == k
+        )
+        copy_back += "".join(f"__o{k}.V = V_out{k};\n" for k in range(len(args.outputs)))
         definition += [
             ("__label_1: ;\n", -1),
             cleanup,

@@ -21,6 +21,7 @@ is a function of its props and its node).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
@@ -35,7 +36,9 @@ __all__ = [
     "NodeCode",
     "export_parts",
     "job_signature",
+    "memo_snapshot",
     "node_code",
+    "register_snapshot",
     "signature",
     "single_node_graph",
     "variable_inputs",
@@ -63,6 +66,41 @@ class NodeCode(NamedTuple):
 # holds its export's text), so that a long-lived process does not grow.
 _memo: dict[Any, NodeCode] = {}
 _MEMO_SIZE = 4096
+
+
+# Functions whose values are part of every memo key, beside opweave's own
+# configuration: another library's settings that its ops' hooks read.
+_snapshots: list[Callable[[], Any]] = []
+
+
+def register_snapshot(provider: Callable[[], Any]) -> None:
+    """Adds ``provider()`` (hashable) to the configuration that the memos of
+    node and graph code are keyed on: the settings a graph library's hooks
+    read (:mod:`opweave.pytensor` registers PyTensor's ``in_c_key`` flags)."""
+    _snapshots.append(provider)
+
+
+def memo_snapshot() -> Any:
+    """The configuration the code memos are keyed on: opweave's options and
+    every registered provider's value."""
+    return (config.snapshot(), *(provider() for provider in _snapshots))
+
+
+def _files_signature(op: Any) -> Any:
+    """The C files an ExternalCOp reads (``func_files``), by path, size and
+    modification time, so that an edited file is never served from a memo;
+    ``()`` for other ops; _MISSING when one cannot be read."""
+    files = getattr(op, "func_files", None)
+    if not files:
+        return ()
+    found = []
+    for path in files:
+        try:
+            stat = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return _MISSING
+        found.append((str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(found)
 
 
 def single_node_graph(node: Apply, given: Collection[int] = ()) -> tuple[FunctionGraph, list[int]]:
@@ -112,7 +150,10 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
         else:  # which distinct variable: x*x is not x*y
             inputs.append(("variable", variable.type, seen.setdefault(id(variable), len(seen))))
     outputs = tuple(v.type for v in node.outputs)
-    key = (type(node), type(node.op), node.op, tuple(inputs), outputs, snapshot)
+    files = _files_signature(node.op)
+    if files is _MISSING:
+        return None
+    key = (type(node), type(node.op), node.op, tuple(inputs), outputs, files, snapshot)
     try:
         hash(key)
     except TypeError:
@@ -129,7 +170,7 @@ def node_code(
     (which raises MissingCCode for a node without C code). ``given``: the
     ids of constants the graph takes as inputs (their values are passed)."""
     given = {id(v) for v in node.inputs if id(v) in given}
-    key = signature(node, config.snapshot(), given)
+    key = signature(node, memo_snapshot(), given)
     if key is None:
         return compute(node, given)
     found = _memo.get(key)

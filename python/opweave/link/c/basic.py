@@ -22,10 +22,11 @@ from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.c import cmodule
+from opweave.link.c import _graph_memo, cmodule
 from opweave.link.c._export import node_block
 from opweave.link.c._flags import remove_flags, uniq_flags
 from opweave.link.c._linker import linker_flags
+from opweave.link.c._march import march_flags
 from opweave.link.c._node_keys import (
     NodeCode,
     export_parts,
@@ -34,7 +35,7 @@ from opweave.link.c._node_keys import (
     single_node_graph,
     with_exports,
 )
-from opweave.link.c.hooks import call_optional_hook
+from opweave.link.c.hooks import call_optional_hook, declares_version
 from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
 from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
@@ -163,7 +164,8 @@ class CLinker(Linker):
 
     def compile_job(self, objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
         """The compile job: default flags, the ops' and types' flags,
-        directories and libraries, then ``config.gcc__cxxflags``, minus every
+        directories and libraries, then the machine flags
+        (``config.cmodule__march``) and ``config.gcc__cxxflags``, minus every
         ``c_no_compile_args`` (an option with its argument is one group, see
         :mod:`._flags`); with ``config.cmodule__sanitize``, the
         sanitizer flags; with ``config.cmodule__debug``, ``-DDEBUG``; then the
@@ -181,6 +183,7 @@ class CLinker(Linker):
         flags = [
             *_DEFAULT_FLAGS,
             *collect("c_compile_args"),
+            *march_flags(compiler),
             *shlex.split(config.gcc__cxxflags),
             *sanitizer_flags(compiler),
             *(["-DDEBUG"] if config.cmodule__debug else []),
@@ -200,14 +203,11 @@ class CLinker(Linker):
     def key_extra(self, objects: Sequence[Any]) -> str:
         """Key material beyond the source and the compile job: the Python and
         NumPy ABIs and the ops' and types' declared code versions."""
-        versions = []
-        for obj in objects:
-            method = getattr(type(obj), "c_code_cache_version", None)
-            if (
-                method is not None
-                and getattr(method, "__module__", "") != "opweave.link.c.interface"
-            ):
-                versions.append(f"{type(obj).__qualname__}={obj.c_code_cache_version()!r}")
+        versions = [
+            f"{type(obj).__qualname__}={obj.c_code_cache_version()!r}"
+            for obj in objects
+            if declares_version(obj)
+        ]
         return ";".join(
             [cmodule.python_abi_key(), cmodule.numpy_abi_key(), *dict.fromkeys(versions)]
         )
@@ -287,6 +287,26 @@ class CLinker(Linker):
         link, the graph is compiled again as one unit, whose errors name the
         node, hook and line."""
         start = time.perf_counter()
+        memo_key = _graph_memo.graph_key(
+            self.bound_graph(),
+            self.order(),
+            {id(v) for v in self.no_recycling},
+            self.numbers,
+            self.export_nodes,
+        )
+        found = None if memo_key is None else _graph_memo.recall(memo_key)
+        if found is not None:
+            if cmodule.entry_is_valid(found[1]):
+                seconds = {"lookup": time.perf_counter() - start}
+                return found[0]._replace(outcome="hit", seconds=seconds)
+            _graph_memo.forget(memo_key)
+        compiled_graph, module_key = self._compile(start)
+        if memo_key is not None:
+            _graph_memo.remember(memo_key, compiled_graph, module_key)
+        return compiled_graph
+
+    def _compile(self, start: float) -> tuple[CompiledGraph, str]:
+        """compile() past its memo: the graph and its module's cache key."""
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         job = self.compile_job(graph.objects, compiler)
@@ -304,7 +324,7 @@ class CLinker(Linker):
             _log.info("%s is compiled as one unit: %s", self.label(), whole_because)
             compiled, assembly = self._load(graph, graph.whole, job, compiler, own)
         seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
-        return CompiledGraph(
+        compiled_graph = CompiledGraph(
             compiled.module,
             str(compiled.library),
             str(compiled.source),
@@ -317,6 +337,7 @@ class CLinker(Linker):
             whole_because,
             node_blocks=graph.node_blocks,
         )
+        return compiled_graph, compiled.key
 
     def _is_own_node_graph(self) -> bool:
         """Whether the bound graph is the graph of its one node's code (see

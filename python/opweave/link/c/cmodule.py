@@ -50,6 +50,7 @@ __all__ = [
     "CompiledModule",
     "compile_extension",
     "covered_header_dirs",
+    "entry_is_valid",
     "environment_fingerprint",
     "extension_job",
     "get_compiler",
@@ -516,6 +517,18 @@ def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None
                 checked[entry.key] = entry
         found[key] = None if entry is None else _exported(cache, entry, key)
     return found
+
+
+def entry_is_valid(key: str) -> bool:
+    """Whether the cache holds the entry ``key``, verified (its files and the
+    headers it was compiled with unchanged): what a module loaded from it
+    earlier in this process must pass before it is used again."""
+    try:
+        cache = get_module_cache()
+    except OpweaveError as error:
+        _log.debug("cannot look up %s: %s", key[:12], error)
+        return False
+    return _verified(cache.lookup, key) is not None
 
 
 def _verified(find: Any, key: str) -> Any:

@@ -15,7 +15,14 @@ from typing import Any
 
 from opweave.graph.utils import not_defined_errors
 
-__all__ = ["as_code_list", "call_hook", "call_optional_hook", "get_hook", "has_hook"]
+__all__ = [
+    "as_code_list",
+    "call_hook",
+    "call_optional_hook",
+    "declares_version",
+    "get_hook",
+    "has_hook",
+]
 
 # (accepts **kwargs, names of keyword-capable parameters), per function.
 _signatures: dict[Any, tuple[bool, frozenset[str]]] = {}
@@ -82,6 +89,14 @@ def call_optional_hook(
         return _call(hook, args, optional)
     except not_defined_errors():
         return default
+
+
+def declares_version(obj: Any) -> bool:
+    """Whether ``obj``'s class declares its own ``c_code_cache_version``,
+    rather than inheriting the base interface's (opweave's, or another graph
+    library's ``link.c.interface``, whose default may warn when called)."""
+    method = getattr(type(obj), "c_code_cache_version", None)
+    return method is not None and not getattr(method, "__module__", "").endswith("link.c.interface")
 
 
 def as_code_list(value: Any, what: str) -> list[str]:

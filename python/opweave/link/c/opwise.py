@@ -39,6 +39,7 @@ from typing import Any
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
+from opweave.graph.perform import PERFORM, own_thunk, own_thunk_impl
 from opweave.link.basic import NodeThunk, has_perform, perform_params, perform_thunk
 from opweave.link.c import cmodule
 from opweave.link.c._node_keys import NodeCode, node_code, single_node_graph
@@ -257,7 +258,11 @@ def _python_step(node: Apply, index: int) -> TableStep:
     """A step running ``node``'s perform. Its outputs go through their
     types' ``filter`` once compiled code has found one inexact (a perform
     may return a list where the next node's C code wants an array): the
-    step's ``convert`` is set then (see _step_table._OnError)."""
+    step's ``convert`` is set then (see _step_table._OnError). An op whose
+    Python implementation is its own ``make_thunk`` runs that thunk."""
+    impl = own_thunk_impl(node.op)
+    if impl is not PERFORM:
+        return _own_thunk_step(node, index, impl)
     if not has_perform(node.op):
         raise MissingCCode(
             f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
@@ -289,6 +294,22 @@ def _python_step(node: Apply, index: int) -> TableStep:
             if result is None:
                 raise ValueError(f"{op}.perform did not set output 0")
             return [only(result, strict=False) if convert[0] else result]
+
+    run.convert = convert  # type: ignore[attr-defined]
+    label = f"node {index} ({node.op})"
+    return TableStep(None, run, (), list(node.inputs), list(node.outputs), label, [None], index)
+
+
+def _own_thunk_step(node: Apply, index: int, impl: Any) -> TableStep:
+    thunk = own_thunk(node, impl)
+    filters = [v.type.filter for v in node.outputs]
+    convert = [False]
+
+    def run(values: list[Any]) -> list[Any]:
+        results = thunk(values)
+        if convert[0]:
+            return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
+        return results
 
     run.convert = convert  # type: ignore[attr-defined]
     label = f"node {index} ({node.op})"

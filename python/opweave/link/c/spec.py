@@ -266,7 +266,14 @@ class _Builder:
         """Gives ``variable`` a cell in the graph, whose steps call ``roles``;
         the ``args`` of those steps without the position:
         ``[index, n_slots, slots...]``."""
-        cell = self.cells.cell(variable, check, self.describe(variable), needs)
+        try:
+            cell = self.cells.cell(variable, check, self.describe(variable), needs)
+        except not_defined_errors(NotImplementedError) as error:
+            # e.g. PyTensor's ScalarType, which has no C type for float16
+            raise MissingCCode(
+                f"{self.describe(variable)} has no C implementation ({error!r}); its nodes run "
+                "in Python"
+            ) from error
         self.cells_of[id(variable)] = cell
         index = self.cells.place(cell, roles)
         self.places[id(variable)] = index
@@ -330,8 +337,10 @@ class _Builder:
         args = NodeArgs(
             inputs=cells,
             literals=[self.literal(v) for v in node.inputs],
+            literal_types=[v.type if self.literal(v) else None for v in node.inputs],
             outputs=[self.cells_of[id(v)] for v in node.outputs],
             params=None if params is None else self.cells_of[id(params)],
+            same=_first_positions(node.inputs),
         )
         struct = self.nodes_code.struct(node, args, what)
         self.node_structs[id(node)] = struct
@@ -542,6 +551,12 @@ def _translation_unit(parts: list[ObjectCode], structs: list[StructCode]) -> dic
         "init_code": [i for part in parts for i in part.init],
         "init_code_apply": [c.init_apply for c in structs],
     }
+
+
+def _first_positions(variables: Sequence[Variable]) -> list[int]:
+    """Per variable, the position where the same variable first appears."""
+    first: dict[int, int] = {}
+    return [first.setdefault(id(v), k) for k, v in enumerate(variables)]
 
 
 def build_spec(

@@ -1,0 +1,167 @@
+"""opweave as PyTensor's C back end against PyTensor's own C linker (issue 25;
+not a test).
+
+What: two PyTensor graphs, "hier" (the log-density of a hierarchical normal
+model and its gradient: 30+ nodes after PyTensor's rewrites) and "wide" (96
+independent elemwise terms summed: 90+ nodes). For each back end, "OPWEAVE"
+(import opweave.pytensor) and "CVM" (PyTensor's C linker), in the same run:
+
+- cold: the linker phase of the first function(), in a fresh process with
+  empty compile dirs (the toolchain warm: each worker first compiles a
+  one-node graph of another dtype);
+- edit: the linker phase after one edited term ("wide" with one term's
+  constant changed), in the same process;
+- fresh: a hit in a fresh process, import of the back end included (the
+  worker's time from start to the first function() returned);
+- same: a second function() of an equal graph in the same process;
+- call: per call with trust_input=True, small inputs (median of 5 x 2,000);
+- large: per call on inputs of 10^6 elements (median of 5 x 20).
+
+Each figure is the median of --repeat runs; the table shows opweave / CVM.
+Both back ends use the same PYTENSOR_FLAGS (blas__ldflags=-lopenblas when
+OpenBLAS is found), the same -O level and flags of their own, and the
+default compile__jobs of opweave. Run it with a Python that has PyTensor
+and opweave (Python >= 3.12).
+Usage: python benchmarks/bench_pytensor_backend.py [--repeat N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+GRAPHS = ("hier", "wide")
+BACKENDS = ("OPWEAVE", "CVM")
+FIGURES = ("cold", "edit", "fresh", "same", "call", "large")
+
+WORKER = r"""
+import os, sys, time, json
+start = time.perf_counter()
+backend, graph, phase = sys.argv[1:4]
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+if backend == "OPWEAVE":
+    import opweave.pytensor  # noqa: F401
+mode = backend
+
+def build(offset=0.0):
+    if graph == "hier":
+        mu, log_tau = pt.dscalar("mu"), pt.dscalar("log_tau")
+        theta, y, sigma = pt.dvector("theta"), pt.dvector("y"), pt.dvector("sigma")
+        tau = pt.exp(log_tau)
+        logp = (
+            -0.5 * ((theta - mu) / tau) ** 2 - log_tau
+            - 0.5 * ((y - theta) / sigma) ** 2 - pt.log(sigma)
+        ).sum() - 0.5 * mu**2 / 25.0 + pt.log1p(tau**2) * -1.0 + log_tau + offset
+        inputs = [mu, log_tau, theta, y, sigma]
+        return inputs, [logp, *pytensor.grad(logp, [mu, log_tau, theta])]
+    xs = [pt.dvector(f"x{k}") for k in range(4)]
+    terms = [pt.exp(xs[k % 4] * (0.01 * k + (offset if k == 48 else 0.0)))
+             * pt.sin(xs[(k + 1) % 4] + k) for k in range(96)]
+    return xs, [pt.add(*terms)]
+
+def args(n):
+    rng = np.random.default_rng(0)
+    if graph == "hier":
+        return [np.array(0.1), np.array(-0.2), rng.normal(size=n), rng.normal(size=n),
+                np.abs(rng.normal(size=n)) + 0.5]
+    return [rng.normal(size=n) for _ in range(4)]
+
+def linked(offset=0.0):
+    inputs, outputs = build(offset)
+    t = time.perf_counter()
+    f = pytensor.function(inputs, outputs, mode=mode, trust_input=True)
+    return f, time.perf_counter() - t
+
+out = {}
+if phase == "cold":
+    w = pt.fvector("w")
+    pytensor.function([w], pt.exp(w), mode=mode)  # the toolchain warm
+    f, out["cold"] = linked()
+    _, out["edit"] = linked(0.5)
+    _, out["same"] = linked()
+    small, large = args(8), args(10**6)
+    f(*small)
+    calls = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(2000):
+            f(*small)
+        calls.append((time.perf_counter() - t) / 2000)
+    out["call"] = sorted(calls)[2]
+    f(*large)
+    runs = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(20):
+            f(*large)
+        runs.append((time.perf_counter() - t) / 20)
+    out["large"] = sorted(runs)[2]
+    out["value"] = float(np.sum(f(*small)[0]))
+else:
+    f, _ = linked()
+    out["fresh"] = time.perf_counter() - start
+print(json.dumps(out))
+"""
+
+
+def run(backend: str, graph: str, phase: str, env: dict[str, str]) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER, backend, graph, phase],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"{backend} {graph} {phase} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def one_run() -> dict[str, dict[str, dict[str, float]]]:
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for graph in GRAPHS:
+        for backend in BACKENDS:
+            with tempfile.TemporaryDirectory() as tmp:
+                env = dict(os.environ)
+                flags = [f"compiledir={tmp}/pytensor"]
+                if ctypes.util.find_library("openblas"):
+                    flags.append("blas__ldflags=-lopenblas")
+                env["PYTENSOR_FLAGS"] = ",".join(flags)
+                env["OPWEAVE_FLAGS"] = f"compiledir={tmp}/opweave"
+                found = run(backend, graph, "cold", env)
+                found.update(run(backend, graph, "fresh", env))
+            results.setdefault(graph, {})[backend] = found
+    return results
+
+
+def main() -> None:
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
+    runs = [one_run() for _ in range(repeat)]
+    table = {}
+    for graph in GRAPHS:
+        for figure in FIGURES:
+            medians = {b: statistics.median(r[graph][b][figure] for r in runs) for b in BACKENDS}
+            table[f"{graph}/{figure}"] = medians
+            ratio = medians["OPWEAVE"] / medians["CVM"]
+            print(
+                f"{graph:5} {figure:6} opweave {medians['OPWEAVE'] * 1e3:10.3f} ms"
+                f"   cvm {medians['CVM'] * 1e3:10.3f} ms   ratio {ratio:6.3f}"
+            )
+        values = {b: runs[0][graph][b]["value"] for b in BACKENDS}
+        print(f"{graph:5} first output sum: {values}")
+    print(f"load average: {os.getloadavg()}")
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as out:
+            json.dump({"runs": runs, "medians": table, "when": time.time()}, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()

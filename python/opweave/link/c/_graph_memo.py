@@ -1,0 +1,99 @@
+"""The process's memo of compiled graphs: a second ``function()`` of an equal
+graph does not ask every op for its code again.
+
+A graph's memo key is what its module's text depends on: per node, in the
+order they run, the node's code signature (:func:`._node_keys.signature`:
+op, types, constants' data, which inputs are the same variable, the files an
+ExternalCOp reads, and the configuration of opweave and of registered
+libraries), how the nodes are wired (to which graph input, node output or
+constant each input is connected), the outputs, the storage not kept between
+calls, and the names that messages show. Only graphs whose every op declares
+a code version are memoised: an op without one may change its code without
+saying so. A memoised module is used again only once the cache has verified
+its entry again (a changed header makes it stale: the graph is compiled
+again, never served stale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from opweave.graph.basic import Apply, is_constant
+from opweave.link.c._node_keys import memo_snapshot, signature
+from opweave.link.c.hooks import call_optional_hook, declares_version
+
+__all__ = ["forget", "graph_key", "recall", "remember"]
+
+# key -> (compiled graph, its module's cache key); oldest first, bounded.
+_memo: dict[Any, tuple[Any, str]] = {}
+_MEMO_SIZE = 256
+
+
+def _versioned(node: Apply) -> bool:
+    """Whether ``node``'s op declares a code version for it."""
+    op: Any = node.op
+    hook = getattr(type(op), "c_code_cache_version_apply", None)
+    if hook is not None and not getattr(hook, "__module__", "").endswith("link.c.interface"):
+        return bool(call_optional_hook(op, "c_code_cache_version_apply", node, default=()))
+    return declares_version(op) and bool(op.c_code_cache_version())
+
+
+def graph_key(
+    fgraph: Any,
+    nodes: Sequence[Apply],
+    no_recycling: Collection[int],
+    numbers: dict[int, int] | None,
+    export_nodes: bool,
+) -> Any:
+    """The memo key of ``fgraph`` run in the order ``nodes``, or None when
+    it cannot be memoised."""
+    snapshot = memo_snapshot()
+    given = {id(v) for v in fgraph.inputs}
+    source: dict[int, Any] = {id(v): ("in", k) for k, v in enumerate(fgraph.inputs)}
+    constants: dict[int, int] = {}
+
+    def where(variable: Any) -> Any:
+        found = source.get(id(variable))
+        if found is None:
+            if not is_constant(variable):
+                raise KeyError(variable)
+            found = ("const", constants.setdefault(id(variable), len(constants)))
+        return found
+
+    parts: list[Any] = [tuple(v.name for v in fgraph.inputs), export_nodes]
+    try:
+        for index, node in enumerate(nodes):
+            code = signature(node, snapshot, given)
+            if code is None or not _versioned(node):
+                return None
+            wiring = tuple(where(v) for v in node.inputs)
+            number = None if numbers is None else numbers.get(id(node))
+            parts.append((code, wiring, number, tuple(v.name for v in node.outputs)))
+            for position, variable in enumerate(node.outputs):
+                source[id(variable)] = ("node", index, position)
+        parts.append(tuple(where(v) for v in fgraph.outputs))
+        kept = {id(v): v for v in [*fgraph.inputs, *(o for n in nodes for o in n.outputs)]}
+        parts.append(tuple(sorted(str(where(kept[i])) for i in no_recycling if i in kept)))
+        key = tuple(parts)
+        hash(key)
+    except (KeyError, TypeError):  # a variable from outside the graph, an unhashable part
+        return None
+    return key
+
+
+def recall(key: Any) -> tuple[Any, str] | None:
+    """The compiled graph memoised under ``key`` and its module's cache key."""
+    return _memo.get(key)
+
+
+def remember(key: Any, compiled: Any, module_key: str) -> None:
+    """Memoises ``compiled`` (whose module's cache key is ``module_key``)."""
+    _memo[key] = (compiled, module_key)
+    if len(_memo) > _MEMO_SIZE:
+        del _memo[next(iter(_memo))]
+
+
+def forget(key: Any) -> None:
+    """Drops ``key`` (its entry went stale or away)."""
+    _memo.pop(key, None)

@@ -1,0 +1,110 @@
+"""The process's memo of compiled graphs (link/c/_graph_memo.py): a second
+function() of an equal graph asks no op for its code again; an edited C file,
+a changed option or a stale cache entry is never served from it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+from opweave.examples.external_vector_times_vector import VectorTimesVector
+from opweave.examples.vector_times_scalar import VectorTimesScalar
+
+import opweave
+from opweave.configparser import config
+from opweave.link.c import _graph_memo, cmodule
+from opweave.tensor import dscalar, dvector
+
+
+class CountingTimesScalar(VectorTimesScalar):
+    """VectorTimesScalar that counts the calls of its c_code."""
+
+    calls = 0
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        type(self).calls += 1
+        return super().c_code(node, name, inputs, outputs, sub)
+
+
+def _graph() -> tuple[list, object]:
+    x, a = dvector("x"), dscalar("a")
+    op = CountingTimesScalar()
+    return [x, a], op(op(x, a), a)
+
+
+def test_an_equal_graph_is_not_asked_for_its_code_again() -> None:
+    inputs, out = _graph()
+    f = opweave.function(inputs, out)
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0]), 3.0), [9.0, 18.0])
+    calls = CountingTimesScalar.calls
+    inputs, out = _graph()  # new variables, nodes and op instances, equal
+    g = opweave.function(inputs, out)
+    assert CountingTimesScalar.calls == calls
+    assert g.cache_outcome == "hit"
+    np.testing.assert_array_equal(g(np.array([1.0, 2.0]), 2.0), [4.0, 8.0])
+    # f and g hold separate instances of the module's struct.
+    np.testing.assert_array_equal(f(np.array([1.0]), 1.0), [1.0])
+
+
+def test_a_changed_option_is_not_served_from_the_memo() -> None:
+    inputs, out = _graph()
+    opweave.function(inputs, out)
+    calls = CountingTimesScalar.calls
+    with config.change_flags(cmodule__remove_gxx_opt=not config.cmodule__remove_gxx_opt):
+        inputs, out = _graph()
+        opweave.function(inputs, out)
+    assert CountingTimesScalar.calls > calls
+
+
+def test_an_edited_c_file_is_never_served_stale(tmp_path: Path) -> None:
+    source = Path(__import__("opweave.examples", fromlist=["x"]).__file__).parent
+    c_file = tmp_path / "vectorTimesVector.c"
+    shutil.copy(source / "vectorTimesVector.c", c_file)
+
+    class Versioned(VectorTimesVector):
+        func_file = str(c_file)
+
+        def c_code_cache_version(self):
+            return (1,)
+
+    def run() -> np.ndarray:
+        x, y = dvector("x"), dvector("y")
+        f = opweave.function([x, y], Versioned()(x, y))
+        return f(np.array([2.0, 3.0]), np.array([4.0, 5.0]))
+
+    np.testing.assert_array_equal(run(), [8.0, 15.0])
+    np.testing.assert_array_equal(run(), [8.0, 15.0])  # from the memo
+    text = c_file.read_text()
+    edited = text.replace(
+        "x_ptr[i * x_str] * y_ptr[i * y_str]", "x_ptr[i * x_str] + y_ptr[i * y_str]"
+    )
+    assert edited != text
+    c_file.write_text(edited)
+    np.testing.assert_array_equal(run(), [6.0, 8.0])
+
+
+def test_a_stale_entry_is_compiled_again() -> None:
+    inputs, out = _graph()
+    f = opweave.function(inputs, out)
+    key = next(k for k, (graph, _) in _graph_memo._memo.items() if graph.library == f.library)
+    module_key = _graph_memo.recall(key)[1]
+    assert cmodule.get_module_cache().evict(module_key)
+    calls = CountingTimesScalar.calls
+    inputs, out = _graph()
+    g = opweave.function(inputs, out)
+    assert CountingTimesScalar.calls > calls  # asked again: the entry was gone
+    assert g.cache_outcome == "built"
+    np.testing.assert_array_equal(g(np.array([1.0]), 2.0), [4.0])
+
+
+def test_ops_without_a_version_are_not_memoised() -> None:
+    class Unversioned(VectorTimesScalar):
+        def c_code_cache_version(self):
+            return ()
+
+    x, a = dvector("x"), dscalar("a")
+    for op, memoised in [(Unversioned(), False), (VectorTimesScalar(), True)]:
+        fgraph = opweave.graph.fg.FunctionGraph([x, a], [op(x, a)])
+        key = _graph_memo.graph_key(fgraph, fgraph.toposort(), set(), None, False)
+        assert (key is not None) == memoised
