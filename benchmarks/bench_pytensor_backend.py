@@ -2,20 +2,23 @@
 not a test).
 
 What: two PyTensor graphs, "hier" (the log-density of a hierarchical normal
-model and its gradient: 30+ nodes after PyTensor's rewrites) and "wide" (96
-independent elemwise terms summed: 90+ nodes). For each back end, "OPWEAVE"
-(import opweave.pytensor) and "CVM" (PyTensor's C linker), in the same run:
+model and its gradient) and "wide" (24 terms, each a matrix-vector product,
+a column sum of an elementwise exponential, a reversed view and an indexed
+element, summed: about 100 nodes after PyTensor's rewrites, which fusion
+cannot merge). For each back end, "OPWEAVE" (import opweave.pytensor) and
+"CVM" (PyTensor's C linker), in the same run, the linker phase being
+PyTensor's own measure of it (profiling.total_time_linker):
 
 - cold: the linker phase of the first function(), in a fresh process with
   empty compile dirs (the toolchain warm: each worker first compiles a
   one-node graph of another dtype);
-- edit: the linker phase after one edited term ("wide" with one term's
-  constant changed), in the same process;
-- fresh: a hit in a fresh process, import of the back end included (the
-  worker's time from start to the first function() returned);
-- same: a second function() of an equal graph in the same process;
+- edit: the linker phase after one edited term (one constant changed);
+- same: the linker phase of a second function() of an equal graph in the
+  same process;
+- fresh: a hit in a fresh process: the import of opweave.pytensor (none for
+  CVM) plus the linker phase;
 - call: per call with trust_input=True, small inputs (median of 5 x 2,000);
-- large: per call on inputs of 10^6 elements (median of 5 x 20).
+- large: per call on inputs of 10^6 elements (median of 5 x 5).
 
 Each figure is the median of --repeat runs; the table shows opweave / CVM.
 Both back ends use the same PYTENSOR_FLAGS (blas__ldflags=-lopenblas when
@@ -47,8 +50,11 @@ backend, graph, phase = sys.argv[1:4]
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.debug import profiling
+imported = time.perf_counter()
 if backend == "OPWEAVE":
     import opweave.pytensor  # noqa: F401
+backend_import = time.perf_counter() - imported
 mode = backend
 
 def build(offset=0.0):
@@ -62,32 +68,40 @@ def build(offset=0.0):
         ).sum() - 0.5 * mu**2 / 25.0 + pt.log1p(tau**2) * -1.0 + log_tau + offset
         inputs = [mu, log_tau, theta, y, sigma]
         return inputs, [logp, *pytensor.grad(logp, [mu, log_tau, theta])]
+    ms = [pt.dmatrix(f"m{k}") for k in range(4)]
     xs = [pt.dvector(f"x{k}") for k in range(4)]
-    terms = [pt.exp(xs[k % 4] * (0.01 * k + (offset if k == 48 else 0.0)))
-             * pt.sin(xs[(k + 1) % 4] + k) for k in range(96)]
-    return xs, [pt.add(*terms)]
+    terms = []
+    for k in range(24):
+        scale = 0.01 * k + (offset if k == 12 else 0.0)
+        product = pt.dot(ms[k % 4], xs[(k + 1) % 4] * scale)
+        column = pt.exp(ms[(k + 2) % 4] * scale).sum(axis=0)
+        terms.append(product * column[::-1] + xs[k % 4][k % 3])
+    return [*ms, *xs], [pt.add(*terms)]
 
 def args(n):
     rng = np.random.default_rng(0)
     if graph == "hier":
         return [np.array(0.1), np.array(-0.2), rng.normal(size=n), rng.normal(size=n),
                 np.abs(rng.normal(size=n)) + 0.5]
-    return [rng.normal(size=n) for _ in range(4)]
+    side = max(3, int(round(n ** 0.5)))
+    return [*(rng.normal(size=(side, side)) for _ in range(4)),
+            *(rng.normal(size=side) for _ in range(4))]
 
 def linked(offset=0.0):
     inputs, outputs = build(offset)
-    t = time.perf_counter()
+    before = profiling.total_time_linker
     f = pytensor.function(inputs, outputs, mode=mode, trust_input=True)
-    return f, time.perf_counter() - t
+    return f, profiling.total_time_linker - before
 
 out = {}
 if phase == "cold":
     w = pt.fvector("w")
     pytensor.function([w], pt.exp(w), mode=mode)  # the toolchain warm
     f, out["cold"] = linked()
+    out["nodes"] = len(f.maker.fgraph.apply_nodes)
     _, out["edit"] = linked(0.5)
     _, out["same"] = linked()
-    small, large = args(8), args(10**6)
+    small, large = args(9), args(10**6)
     f(*small)
     calls = []
     for _ in range(5):
@@ -100,14 +114,14 @@ if phase == "cold":
     runs = []
     for _ in range(5):
         t = time.perf_counter()
-        for _ in range(20):
+        for _ in range(5):
             f(*large)
-        runs.append((time.perf_counter() - t) / 20)
+        runs.append((time.perf_counter() - t) / 5)
     out["large"] = sorted(runs)[2]
     out["value"] = float(np.sum(f(*small)[0]))
 else:
-    f, _ = linked()
-    out["fresh"] = time.perf_counter() - start
+    f, linker = linked()
+    out["fresh"] = backend_import + linker
 print(json.dumps(out))
 """
 
@@ -156,7 +170,8 @@ def main() -> None:
                 f"   cvm {medians['CVM'] * 1e3:10.3f} ms   ratio {ratio:6.3f}"
             )
         values = {b: runs[0][graph][b]["value"] for b in BACKENDS}
-        print(f"{graph:5} first output sum: {values}")
+        nodes = {b: runs[0][graph][b]["nodes"] for b in BACKENDS}
+        print(f"{graph:5} first output sum: {values}; nodes: {nodes}")
     print(f"load average: {os.getloadavg()}")
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as out:
