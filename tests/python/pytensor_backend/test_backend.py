@@ -348,3 +348,17 @@ def test_profile_counts_calls() -> None:
     f(np.ones(2))
     assert f.profile.fct_callcount == 2
     assert f.profile.linker_time > 0
+
+
+def test_graphs_differing_only_in_an_unread_inputs_dtype() -> None:
+    # second(x, y) keeps y broadcast to x's shape: x is read for its shape
+    # only, and the rewritten graphs differ in x's dtype alone.
+    from pytensor.tensor.basic import second
+
+    y = np.arange(6, dtype="int8").reshape(3, 2)
+    for dtype in ("int16", "int32", "float64"):
+        x = pt.tensor("x", dtype=dtype, shape=(4, 2, 3, 2))  # its shape is known: unread
+        yv = pt.tensor("y", dtype="int8", shape=(None, None))
+        f = compiled([x, yv], second(x, yv))
+        got = f(np.ones((4, 2, 3, 2), dtype=dtype), y)
+        np.testing.assert_array_equal(got, np.broadcast_to(y, (4, 2, 3, 2)))

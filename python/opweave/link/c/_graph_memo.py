@@ -7,7 +7,8 @@ op, types, constants' data, which inputs are the same variable, the files an
 ExternalCOp reads, and the configuration of opweave and of registered
 libraries), how the nodes are wired (to which graph input, node output or
 constant each input is connected), the outputs, the storage not kept between
-calls, and the names that messages show. Only graphs whose every op declares
+calls, the types of the inputs and the data of constants, and the names that
+messages show. Only graphs whose every op declares
 a code version are memoised: an op without one may change its code without
 saying so. A memoised module is used again only once the cache has verified
 its entry again (a changed header makes it stale: the graph is compiled
@@ -20,7 +21,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from opweave.graph.basic import Apply, is_constant
-from opweave.link.c._node_keys import memo_snapshot, signature
+from opweave.link.c._node_keys import MISSING, constant_signature, memo_snapshot, signature
 from opweave.link.c.hooks import call_optional_hook, declares_version
 
 __all__ = ["forget", "graph_key", "recall", "remember"]
@@ -58,10 +59,15 @@ def graph_key(
         if found is None:
             if not is_constant(variable):
                 raise KeyError(variable)
-            found = ("const", constants.setdefault(id(variable), len(constants)))
+            data = constant_signature(variable)
+            if data is MISSING:
+                raise KeyError(variable)
+            number = constants.setdefault(id(variable), len(constants))
+            found = ("const", number, variable.type, data)
         return found
 
-    parts: list[Any] = [tuple(v.name for v in fgraph.inputs), export_nodes]
+    # The inputs' types: an input no node reads is still checked by the module.
+    parts: list[Any] = [tuple((v.type, v.name) for v in fgraph.inputs), export_nodes]
     try:
         for index, node in enumerate(nodes):
             code = signature(node, snapshot, given)

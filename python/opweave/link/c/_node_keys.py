@@ -33,7 +33,9 @@ from opweave.graph.fg import FunctionGraph
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
 
 __all__ = [
+    "MISSING",
     "NodeCode",
+    "constant_signature",
     "export_parts",
     "job_signature",
     "memo_snapshot",
@@ -49,6 +51,7 @@ __all__ = [
 # such a node's code key is computed again for each graph.
 _MEMO_CONSTANT_BYTES = 4096
 _MISSING = object()
+MISSING = _MISSING  # what constant_signature returns for data that cannot key a memo
 
 
 class NodeCode(NamedTuple):
@@ -122,7 +125,9 @@ def single_node_graph(node: Apply, given: Collection[int] = ()) -> tuple[Functio
     return FunctionGraph(list(fresh.values()), list(clone.outputs)), positions
 
 
-def _constant_signature(variable: Variable) -> Any:
+def constant_signature(variable: Variable) -> Any:
+    """A hashable value of a constant's data, equal for equal data, or
+    :data:`MISSING` (large, opaque or object data)."""
     data = getattr(variable, "data", None)
     if isinstance(data, np.ndarray):
         if data.nbytes > _MEMO_CONSTANT_BYTES or data.dtype.hasobject:
@@ -143,7 +148,7 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
     seen: dict[int, int] = {}
     for variable in node.inputs:
         if is_constant(variable) and id(variable) not in given:
-            data = _constant_signature(variable)
+            data = constant_signature(variable)
             if data is _MISSING:
                 return None
             inputs.append(("constant", variable.type, data))

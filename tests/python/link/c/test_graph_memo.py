@@ -108,3 +108,20 @@ def test_ops_without_a_version_are_not_memoised() -> None:
         fgraph = opweave.graph.fg.FunctionGraph([x, a], [op(x, a)])
         key = _graph_memo.graph_key(fgraph, fgraph.toposort(), set(), None, False)
         assert (key is not None) == memoised
+
+
+def test_graphs_that_differ_only_in_an_unread_input_or_a_constant_output_differ() -> None:
+    from opweave.graph.basic import Constant
+    from opweave.tensor import TensorType
+
+    x, a = dvector("x"), dscalar("a")
+    out = VectorTimesScalar()(x, a)
+    keys = set()
+    for unread in (TensorType("int16", (None,))("u"), TensorType("int32", (None,))("u")):
+        fgraph = opweave.graph.fg.FunctionGraph([x, a, unread], [out])
+        keys.add(_graph_memo.graph_key(fgraph, fgraph.toposort(), set(), None, False))
+    for value in (1.0, 2.0):
+        constant = Constant(TensorType("float64", ()), np.float64(value))
+        fgraph = opweave.graph.fg.FunctionGraph([x, a], [out, constant])
+        keys.add(_graph_memo.graph_key(fgraph, fgraph.toposort(), set(), None, False))
+    assert None not in keys and len(keys) == 4
