@@ -413,6 +413,7 @@ class OpweaveConfig:
     def __init__(self, flags: str = "") -> None:
         object.__setattr__(self, "_options", {option.name: option for option in _OPTIONS})
         object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_given", set())  # names given in the flags or set
         object.__setattr__(self, "_snapshot", None)
         for name, text in _split_flags(flags):
             if name not in self._options:
@@ -423,6 +424,7 @@ class OpweaveConfig:
                 continue
             try:
                 self._values[name] = self._parse(name, text)
+                self._given.add(name)
             except ValueError as error:
                 _warn(f"{error}; the option keeps its default")
 
@@ -450,6 +452,7 @@ class OpweaveConfig:
         if name not in self._options:
             raise AttributeError(f"opweave has no configuration option {name!r}")
         self._values[name] = self._parse(name, value)
+        self._given.add(name)
         object.__setattr__(self, "_snapshot", None)
 
     def is_set(self, name: str) -> bool:
@@ -457,7 +460,7 @@ class OpweaveConfig:
         rather than left at its default."""
         if name not in self._options:
             raise AttributeError(f"opweave has no configuration option {name!r}")
-        return name in self._values
+        return name in self._given
 
     def options(self) -> dict[str, ConfigOption]:
         """Every option, by name."""
@@ -477,6 +480,7 @@ class OpweaveConfig:
         """Sets options for the duration of a ``with`` block, then restores them."""
         missing = object()
         saved = {name: self._values.get(name, missing) for name in changes}
+        given = {name for name in changes if name in self._given}
         try:
             for name, value in changes.items():
                 setattr(self, name, value)
@@ -487,6 +491,8 @@ class OpweaveConfig:
                     self._values.pop(name, None)
                 else:
                     self._values[name] = value
+                if name not in given:
+                    self._given.discard(name)
             object.__setattr__(self, "_snapshot", None)
 
 

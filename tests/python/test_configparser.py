@@ -81,3 +81,18 @@ def test_unknown_sanitizers_are_refused() -> None:
     config = OpweaveConfig()
     with pytest.raises(ValueError, match="unknown sanitizer 'memory'"):
         config.cmodule__sanitize = "memory"
+
+
+def test_is_set_tells_given_options_from_defaults_read() -> None:
+    from opweave.configparser import OpweaveConfig
+
+    config = OpweaveConfig("cxx=g++")
+    assert config.is_set("cxx")
+    assert config.cmodule__march == ""  # reading a default does not set it
+    config.snapshot()
+    assert not config.is_set("cmodule__march")
+    with config.change_flags(cmodule__march="native"):
+        assert config.is_set("cmodule__march")
+    assert not config.is_set("cmodule__march")
+    config.cmodule__march = "znver3"
+    assert config.is_set("cmodule__march")
