@@ -80,9 +80,10 @@ def perform_thunk(node: Apply) -> NodeThunk:
     return run
 
 
+# What an own-thunk rule returns for an op it leaves to perform.
+PERFORM = object()
 # Rules naming the ops that run through their own make_thunk (see
-# register_own_thunk); each returns the impl to ask for, or _PERFORM.
-_PERFORM = object()
+# register_own_thunk); each returns the impl to ask for, or PERFORM.
 _own_thunk_rules: list[Callable[[Any], Any]] = []
 
 
@@ -96,17 +97,14 @@ def register_own_thunk(rule: Callable[[Any], Any]) -> None:
     _own_thunk_rules.append(rule)
 
 
-PERFORM = _PERFORM
-
-
 def own_thunk_impl(op: Any) -> Any:
     """The ``impl`` with which ``op`` runs through its own ``make_thunk``,
     or :data:`PERFORM` when it runs ``perform``."""
     for rule in _own_thunk_rules:
         impl = rule(op)
-        if impl is not _PERFORM:
+        if impl is not PERFORM:
             return impl
-    return _PERFORM
+    return PERFORM
 
 
 def own_thunk(node: Apply, impl: Any) -> NodeThunk:

@@ -75,10 +75,8 @@ def _own_thunk(op: object) -> object:
     whose class makes its own thunk instead of a ``perform`` (IfElse)."""
     if isinstance(op, HasInnerFunction):
         return "c"
-    if isinstance(op, _PtOp) and not isinstance(op, _PtCOp):
-        if type(op).make_thunk is not _PtOp.make_thunk:
-            return None
-    return PERFORM
+    makes_own = isinstance(op, _PtOp) and type(op).make_thunk is not _PtOp.make_thunk
+    return None if makes_own and not isinstance(op, _PtCOp) else PERFORM
 
 
 register_own_thunk(_own_thunk)

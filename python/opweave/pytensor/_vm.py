@@ -10,7 +10,7 @@ from typing import Any
 from opweave import _core
 from opweave.link.thunk import Thunk
 
-__all__ = ["NodeThunk", "StorageMap", "opweave_vm"]
+__all__ = ["NodeCells", "StorageMap", "opweave_vm"]
 
 
 class StorageMap(dict):
@@ -28,7 +28,7 @@ class StorageMap(dict):
         return super().items()
 
 
-class NodeThunk:
+class NodeCells:
     """What PyTensor's error report reads of the thunk of a failed node: its
     input and output cells (``inputs``, ``outputs``). Calling it runs the
     whole graph, which is what runs the node."""
@@ -58,7 +58,7 @@ def opweave_vm(thunk: Thunk, allow_gc: bool) -> _core.CellCall:
     storage_map.free = thunk.function.free
     vm.nodes = thunk.nodes
     vm.thunks = [
-        NodeThunk(
+        NodeCells(
             vm,
             [storage_map.get(v, [None]) for v in node.inputs],
             [storage_map.get(v, [None]) for v in node.outputs],

@@ -34,8 +34,7 @@ _MEMO_SIZE = 256
 def _versioned(node: Apply) -> bool:
     """Whether ``node``'s op declares a code version for it."""
     op: Any = node.op
-    hook = getattr(type(op), "c_code_cache_version_apply", None)
-    if hook is not None and not getattr(hook, "__module__", "").endswith("link.c.interface"):
+    if declares_version(op, "c_code_cache_version_apply"):
         return bool(call_optional_hook(op, "c_code_cache_version_apply", node, default=()))
     return declares_version(op) and bool(op.c_code_cache_version())
 

@@ -50,8 +50,7 @@ __all__ = [
 # Constants larger than this many bytes are not part of a memo signature:
 # such a node's code key is computed again for each graph.
 _MEMO_CONSTANT_BYTES = 4096
-_MISSING = object()
-MISSING = _MISSING  # what constant_signature returns for data that cannot key a memo
+MISSING = object()  # what constant_signature returns for data that cannot key a memo
 
 
 class NodeCode(NamedTuple):
@@ -92,7 +91,7 @@ def memo_snapshot() -> Any:
 def _files_signature(op: Any) -> Any:
     """The C files an ExternalCOp reads (``func_files``), by path, size and
     modification time, so that an edited file is never served from a memo;
-    ``()`` for other ops; _MISSING when one cannot be read."""
+    ``()`` for other ops; MISSING when one cannot be read."""
     files = getattr(op, "func_files", None)
     if not files:
         return ()
@@ -101,7 +100,7 @@ def _files_signature(op: Any) -> Any:
         try:
             stat = os.stat(path)
         except (OSError, TypeError, ValueError):
-            return _MISSING
+            return MISSING
         found.append((str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino))
     return tuple(found)
 
@@ -131,13 +130,13 @@ def constant_signature(variable: Variable) -> Any:
     data = getattr(variable, "data", None)
     if isinstance(data, np.ndarray):
         if data.nbytes > _MEMO_CONSTANT_BYTES or data.dtype.hasobject:
-            return _MISSING
+            return MISSING
         return ("array", data.dtype.str, data.shape, data.tobytes())
     if isinstance(data, np.generic):
         return ("scalar", data.dtype.str, data.tobytes())
     if data is None or isinstance(data, (bool, int, float, complex, str, bytes)):
         return (type(data).__name__, data)
-    return _MISSING  # data whose equality says nothing about its code
+    return MISSING  # data whose equality says nothing about its code
 
 
 def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
@@ -149,14 +148,14 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
     for variable in node.inputs:
         if is_constant(variable) and id(variable) not in given:
             data = constant_signature(variable)
-            if data is _MISSING:
+            if data is MISSING:
                 return None
             inputs.append(("constant", variable.type, data))
         else:  # which distinct variable: x*x is not x*y
             inputs.append(("variable", variable.type, seen.setdefault(id(variable), len(seen))))
     outputs = tuple(v.type for v in node.outputs)
     files = _files_signature(node.op)
-    if files is _MISSING:
+    if files is MISSING:
         return None
     key = (type(node), type(node.op), node.op, tuple(inputs), outputs, files, snapshot)
     try:

@@ -91,11 +91,12 @@ def call_optional_hook(
         return default
 
 
-def declares_version(obj: Any) -> bool:
-    """Whether ``obj``'s class declares its own ``c_code_cache_version``,
-    rather than inheriting the base interface's (opweave's, or another graph
-    library's ``link.c.interface``, whose default may warn when called)."""
-    method = getattr(type(obj), "c_code_cache_version", None)
+def declares_version(obj: Any, hook: str = "c_code_cache_version") -> bool:
+    """Whether ``obj``'s class defines its own ``hook`` (a code version:
+    ``c_code_cache_version`` or ``c_code_cache_version_apply``), rather than
+    inheriting the base interface's (opweave's, or another graph library's
+    ``link.c.interface``, whose default may warn when called)."""
+    method = getattr(type(obj), hook, None)
     return method is not None and not getattr(method, "__module__", "").endswith("link.c.interface")
 
 

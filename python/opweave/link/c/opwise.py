@@ -255,53 +255,39 @@ def _part(
 
 
 def _python_step(node: Apply, index: int) -> TableStep:
-    """A step running ``node``'s perform. Its outputs go through their
+    """A step running ``node``'s perform, or its op's own ``make_thunk``
+    when that is its Python implementation. Its outputs go through their
     types' ``filter`` once compiled code has found one inexact (a perform
     may return a list where the next node's C code wants an array): the
-    step's ``convert`` is set then (see _step_table._OnError). An op whose
-    Python implementation is its own ``make_thunk`` runs that thunk."""
+    step's ``convert`` is set then (see _step_table._OnError)."""
     impl = own_thunk_impl(node.op)
     if impl is not PERFORM:
-        return _own_thunk_step(node, index, impl)
+        return _thunk_step(node, index, own_thunk(node, impl))
     if not has_perform(node.op):
         raise MissingCCode(
             f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
             f"Python ({type(node.op).__name__} defines no perform)"
         )
+    if len(node.outputs) != 1:
+        return _thunk_step(node, index, perform_thunk(node))
+    # The common case, one output, without the loops.
     op, params = node.op, perform_params(node)
-    filters = [v.type.filter for v in node.outputs]
-    n_out = len(filters)
+    only = node.outputs[0].type.filter
     convert = [False]
 
     def run(values: list[Any]) -> list[Any]:
-        cells: list[list[Any]] = [[None] for _ in range(n_out)]
-        op.perform(node, values, cells, *params)
-        results = [cell[0] for cell in cells]
-        if any(value is None for value in results):
-            missing = next(k for k, value in enumerate(results) if value is None)
-            raise ValueError(f"{op}.perform did not set output {missing}")
-        if convert[0]:
-            return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
-        return results
+        cell: list[Any] = [None]
+        op.perform(node, values, [cell], *params)
+        result = cell[0]
+        if result is None:
+            raise ValueError(f"{op}.perform did not set output 0")
+        return [only(result, strict=False) if convert[0] else result]
 
-    if n_out == 1:  # the common case, without the loops
-        (only,) = filters
-
-        def run(values: list[Any]) -> list[Any]:
-            cell: list[Any] = [None]
-            op.perform(node, values, [cell], *params)
-            result = cell[0]
-            if result is None:
-                raise ValueError(f"{op}.perform did not set output 0")
-            return [only(result, strict=False) if convert[0] else result]
-
-    run.convert = convert  # type: ignore[attr-defined]
-    label = f"node {index} ({node.op})"
-    return TableStep(None, run, (), list(node.inputs), list(node.outputs), label, [None], index)
+    return _step(node, index, run, convert)
 
 
-def _own_thunk_step(node: Apply, index: int, impl: Any) -> TableStep:
-    thunk = own_thunk(node, impl)
+def _thunk_step(node: Apply, index: int, thunk: NodeThunk) -> TableStep:
+    """A step running ``thunk``, its results filtered once ``convert`` is set."""
     filters = [v.type.filter for v in node.outputs]
     convert = [False]
 
@@ -311,7 +297,11 @@ def _own_thunk_step(node: Apply, index: int, impl: Any) -> TableStep:
             return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
         return results
 
-    run.convert = convert  # type: ignore[attr-defined]
+    return _step(node, index, run, convert)
+
+
+def _step(node: Apply, index: int, run: Any, convert: list[bool]) -> TableStep:
+    run.convert = convert  # read by _step_table._OnError
     label = f"node {index} ({node.op})"
     return TableStep(None, run, (), list(node.inputs), list(node.outputs), label, [None], index)
 
