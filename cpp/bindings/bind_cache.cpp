@@ -287,12 +287,20 @@ void init_module_cache(py::module_& m) {
         .def("entry_dir", &ModuleCache::entry_dir, py::arg("key"))
         .def(
             "lookup",
-            [](ModuleCache& cache, const std::string& key) {
-                return PythonMonitor::run(
-                    [&](BuildMonitor* monitor) { return cache.lookup(key, nullptr, monitor); });
+            [](ModuleCache& cache, const std::string& key, std::optional<py::list> events) {
+                std::vector<CacheEvent> found;
+                std::optional<Entry> entry = PythonMonitor::run(
+                    [&](BuildMonitor* monitor) { return cache.lookup(key, &found, monitor); });
+                if (events) {
+                    for (CacheEvent& event : found) {
+                        events->append(py::cast(std::move(event)));
+                    }
+                }
+                return entry;
             },
-            py::arg("key"),
-            "The verified entry, or None (a damaged one is quarantined). Takes no lock.")
+            py::arg("key"), py::arg("events") = py::none(),
+            "The verified entry, or None (a damaged one is quarantined). Takes no lock.\n"
+            "events: a list that gets what the lookup did (CacheEvent), e.g. a quarantine.")
         .def(
             "find_export",
             [](ModuleCache& cache, const std::string& node_key) {
@@ -372,6 +380,8 @@ void init_module_cache(py::module_& m) {
              "used ones until the total is at most `max_total_bytes`.")
         .def("sweep", &ModuleCache::sweep, py::call_guard<py::gil_scoped_release>(),
              "Removes what killed builds left behind; returns how many directories.")
+        .def("note_hit", &ModuleCache::note_hit,
+             "Counts a hit served from lookup() (an index of the caller's named it).")
         .def("flush_counters", &ModuleCache::flush_counters,
              py::call_guard<py::gil_scoped_release>(),
              "Writes the counters this object gathered to disk now.")

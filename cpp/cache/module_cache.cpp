@@ -81,8 +81,8 @@ void touch_if_due(const util::Dir& shard, const Entry& entry) {
 namespace cache {
 
 KeyLock::KeyLock(const util::Dir& version, std::string_view key, double timeout,
-                 BuildMonitor* monitor, Blocking blocking)
-    : m_locks(require_layout_dir(version, k_locks_dir, nullptr)),
+                 BuildMonitor* monitor, Blocking blocking, std::vector<CacheEvent>* events)
+    : m_locks(require_layout_dir(version, k_locks_dir, events)),
       m_lock(m_locks.fd(), std::string(key) + ".lock",
              m_locks.path_of(std::string(key) + ".lock")) {
     if (blocking == Blocking::yes) {
@@ -420,7 +420,8 @@ std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<Cache
         events->push_back({CacheEvent::Kind::stale, shard->path_of(key), check.problem});
     }
     if (check.state == EntryState::damaged || check.state == EntryState::foreign) {
-        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor, wait);
+        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor, wait,
+                           events);
         if (!lock.held()) {
             return std::nullopt;  // busy (being rebuilt): the caller does without
         }
@@ -527,6 +528,12 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
         flush_counters();
     }
     return result;
+}
+
+void ModuleCache::note_hit() {
+    CacheCounters counts;
+    counts.hits = 1;
+    m_impl->counters.add(counts);
 }
 
 void ModuleCache::flush_counters() {

@@ -57,8 +57,10 @@ std::string unique_name(std::string_view key);
 // with Blocking::no it only tries, and held() says whether it got the lock.
 class KeyLock {
 public:
+    // `events` gets the repair of a damaged locks directory, if any.
     KeyLock(const util::Dir& version, std::string_view key, double timeout,
-            BuildMonitor* monitor, Blocking blocking = Blocking::yes);
+            BuildMonitor* monitor, Blocking blocking = Blocking::yes,
+            std::vector<CacheEvent>* events = nullptr);
     ~KeyLock();
     KeyLock(const KeyLock&) = delete;
     KeyLock& operator=(const KeyLock&) = delete;

@@ -361,6 +361,10 @@ public:
     // written at most once a second otherwise, and on destruction).
     void flush_counters();
 
+    // Counts a hit that a caller served from lookup() without get_or_build
+    // (an index of its own named the entry).
+    void note_hit();
+
 private:
     // Throws CacheError when the cache is read-only: it does not `what`.
     void refuse_if_read_only(const char* what) const;

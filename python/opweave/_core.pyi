@@ -344,9 +344,14 @@ class ModuleCache:
         """
         Every entry (metadata only, not verified), sorted by key.
         """
-    def lookup(self, key: str) -> Entry | None:
+    def lookup(self, key: str, events: builtins.list | None = None) -> Entry | None:
         """
         The verified entry, or None (a damaged one is quarantined). Takes no lock.
+        events: a list that gets what the lookup did (CacheEvent), e.g. a quarantine.
+        """
+    def note_hit(self) -> None:
+        """
+        Counts a hit served from lookup() (an index of the caller's named it).
         """
     def prune(self, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, older_than: typing.SupportsFloat | typing.SupportsIndex | None = None, keep: str = '') -> PruneResult:
         """

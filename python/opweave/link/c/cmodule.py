@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CacheError, LockTimeout, MissingGXX, OpweaveError
-from opweave.link.c import _prelude, _remote
+from opweave.link.c import _prelude
 
 __all__ = [
     "NUMPY_PRELUDE",
@@ -55,6 +55,7 @@ __all__ = [
     "extension_job",
     "get_compiler",
     "get_module_cache",
+    "load_entry",
     "load_extension",
     "load_module",
     "module_request",
@@ -62,6 +63,7 @@ __all__ = [
     "prelude_request",
     "python_abi_key",
     "wait_for_prelude_builds",
+    "writable_cache_root",
 ]
 
 NUMPY_PRELUDE = _prelude.NUMPY_PRELUDE
@@ -441,19 +443,37 @@ def _fetch_remote(
 ) -> None:
     """On a local miss, the remote tier's entry of the request, published
     locally (verified), so that the build that follows is a hit."""
+    from opweave.link.c import _remote  # its client (and socket) only when configured
+
     key = _core.request_key(compiler, request)
     if cache.lookup(key) is None:
         _remote.fetch(cache, key)
 
 
 def _store_remote(cache: _core.ModuleCache, key: str) -> None:
+    from opweave.link.c import _remote
+
     entry = cache.lookup(key)
     if entry is not None:  # else evicted at once (a tiny cache__max_size)
         _remote.store(entry)
 
 
 def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
-    for event in built.events:
+    _report_events(built.events)
+    if built.outcome == "built":
+        reused = sum(unit.outcome == "hit" for unit in built.units)
+        _log.info(
+            "compiled module %s (%s) in %.2f s%s",
+            built.key[:12],
+            request.label or "no label",
+            built.compile_seconds,
+            f" from {len(built.units)} units ({reused} reused)" if built.units else "",
+        )
+
+
+def _report_events(events: Sequence[Any]) -> None:
+    """Logs what the cache did besides building (CacheEvent)."""
+    for event in events:
         if event.kind == "stale":
             _log.info("rebuilding cache entry %s: %s", event.path, event.problem)
         elif event.kind == "quarantined":
@@ -466,15 +486,6 @@ def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
             _log.warning("not using %s of a read-only cache: %s", event.path, event.problem)
         else:
             _log.warning("cache directory %s %s", event.path, event.problem)
-    if built.outcome == "built":
-        reused = sum(unit.outcome == "hit" for unit in built.units)
-        _log.info(
-            "compiled module %s (%s) in %.2f s%s",
-            built.key[:12],
-            request.label or "no label",
-            built.compile_seconds,
-            f" from {len(built.units)} units ({reused} reused)" if built.units else "",
-        )
 
 
 def remember_exports(compiled: CompiledModule) -> None:
@@ -507,7 +518,7 @@ def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None
         entry_key, library = _export_memo.get(key, ("", ""))
         if entry_key:
             if entry_key not in checked:
-                checked[entry_key] = _verified(cache.lookup, entry_key)
+                checked[entry_key] = _lookup(cache, entry_key)
             entry = checked[entry_key]
             if entry is None or str(entry.file_ending(".so")) != library:
                 entry = None
@@ -519,6 +530,17 @@ def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None
     return found
 
 
+def writable_cache_root() -> Path | None:
+    """The root of the cache modules are built in (the private one when the
+    configured one cannot be used), or None when it is read-only or there
+    is none: where the graph index (``_graph_index.py``) lives."""
+    try:
+        cache = get_module_cache()
+    except OpweaveError:
+        return None
+    return None if cache.read_only else Path(cache.root)
+
+
 def entry_is_valid(key: str) -> bool:
     """Whether the cache holds the entry ``key``, verified (its files and the
     headers it was compiled with unchanged): what a module loaded from it
@@ -528,7 +550,40 @@ def entry_is_valid(key: str) -> bool:
     except OpweaveError as error:
         _log.debug("cannot look up %s: %s", key[:12], error)
         return False
-    return _verified(cache.lookup, key) is not None
+    return _lookup(cache, key) is not None
+
+
+def load_entry(key: str, name: str) -> CompiledModule | None:
+    """The module ``name`` of the cache entry ``key``, verified and imported,
+    with no request: None when the cache holds no valid entry ``key``, or
+    its library cannot be loaded (then it is set aside)."""
+    start = time.perf_counter()
+    try:
+        cache = get_module_cache()
+    except OpweaveError as error:
+        _log.debug("cannot look up %s: %s", key[:12], error)
+        return None
+    entry = _lookup(cache, key)
+    if entry is None:
+        return None
+    loading = time.perf_counter()
+    module = _import_entry(cache, entry, name)
+    if module is None:
+        return None
+    cache.note_hit()
+    library = Path(entry.file_ending(".so"))
+    seconds = {"lookup": loading - start, "compile": 0.0, "load": time.perf_counter() - loading}
+    return CompiledModule(module, library, Path(entry.dir) / "module.cpp", "hit", key, seconds)
+
+
+def _lookup(cache: _core.ModuleCache, key: str) -> Any:
+    """The verified entry ``key`` of ``cache``, or None; what the lookup did
+    (a damaged entry quarantined) is logged as a build's is."""
+    events: list[Any] = []
+    try:
+        return _verified(lambda k: cache.lookup(k, events=events), key)
+    finally:
+        _report_events(events)
 
 
 def _verified(find: Any, key: str) -> Any:
@@ -543,13 +598,10 @@ def _exported(cache: _core.ModuleCache, entry: Any, key: str) -> tuple[ModuleTyp
     """The module of ``entry`` (verified) and its export ``key``."""
     if key not in entry.exports:
         return None
-    library = entry.file_ending(".so")
-    try:
-        module = _import(Path(library), _core.GRAPH_MODULE_NAME)
-    except (ImportError, OSError) as error:
-        _log.warning("cache entry %s cannot be loaded (%s); setting it aside", entry.dir, error)
-        cache.quarantine(entry.key, f"cannot be loaded: {error}", Path(library).name)
+    module = _import_entry(cache, entry, _core.GRAPH_MODULE_NAME)
+    if module is None:
         return None
+    library = entry.file_ending(".so")
     # A module whose key is the node's exports its own graph.
     exported = {key: module.abi} if key == entry.key else getattr(module, "nodes", {})
     if key not in exported:  # its metadata lists the key: the library does not match it
@@ -557,6 +609,18 @@ def _exported(cache: _core.ModuleCache, entry: Any, key: str) -> tuple[ModuleTyp
         return None
     _export_memo[key] = (entry.key, str(library))
     return module, exported[key]
+
+
+def _import_entry(cache: _core.ModuleCache, entry: Any, name: str) -> ModuleType | None:
+    """The module ``name`` of the verified ``entry``, or None when its
+    library cannot be loaded (then the entry is set aside)."""
+    library = Path(entry.file_ending(".so"))
+    try:
+        return _import(library, name)
+    except (ImportError, OSError) as error:
+        _log.warning("cache entry %s cannot be loaded (%s); setting it aside", entry.dir, error)
+        cache.quarantine(entry.key, f"cannot be loaded: {error}", library.name)
+        return None
 
 
 def _import(library: Path, name: str) -> ModuleType:

@@ -99,7 +99,7 @@ def test_layout_directories_replaced_by_symlinks_lead_nowhere(
     layout.symlink_to(outside)
     report = run_graph(isolated_cache, "vtv:2")
     assert report["right"]
-    assert any(str(layout) in w and "symlink" in w for w in warnings_of(report))
+    assert any(str(layout) in w and "symlink" in w for w in warnings_of(report)), report["logs"]
     assert layout.is_dir() and not layout.is_symlink()
     cache = _core.ModuleCache(str(isolated_cache))
     cache.sweep()
@@ -189,6 +189,7 @@ def test_a_cache_root_of_another_user_falls_back_to_a_private_build(
     give(isolated_cache, other_user)
     report = run_graph(isolated_cache, "vtv:1")
     assert report["right"] and report["outcomes"] == ["built"]
+    assert len(warnings_of(report)) == 1, warnings_of(report)
     [warning] = warnings_of(report)
     assert "cannot use the module cache" in warning and f"uid {other_user[0]}" in warning
     assert "private directory" in warning
