@@ -362,3 +362,63 @@ def test_graphs_differing_only_in_an_unread_inputs_dtype() -> None:
         f = compiled([x, yv], second(x, yv))
         got = f(np.ones((4, 2, 3, 2), dtype=dtype), y)
         np.testing.assert_array_equal(got, np.broadcast_to(y, (4, 2, 3, 2)))
+
+
+FRESH_HIT = """
+import json
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import opweave.pytensor  # noqa: F401
+from pytensor.tensor.blas.blas_c import CGemv
+
+versions = []
+asked = CGemv.c_code_cache_version
+CGemv.c_code_cache_version = lambda self: versions.append(1) or asked(self)
+m, x = pt.dmatrix("m"), pt.dvector("x")
+f = pytensor.function([m, x], pt.dot(m, x * 2.0) + x[::-1], mode="OPWEAVE")
+assert any(type(n.op).__name__ == "CGemv" for n in f.maker.fgraph.apply_nodes)
+value = f(np.arange(6.0).reshape(2, 3)[:, :2], np.array([1.0, 2.0]))
+print(json.dumps({"value": value.tolist(), "outcome": f.vm.function.cache_outcome,
+                  "versions": len(versions)}))
+"""
+
+
+def test_a_hit_in_a_fresh_process_asks_no_version(tmp_path: Path) -> None:
+    """CGemv's version hook compiles and runs a test program in each
+    process; the graph index finds the module without it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env["OPWEAVE_FLAGS"] = f"compiledir={tmp_path / 'opweave'}"
+    env["PYTENSOR_FLAGS"] = ",".join(
+        [f"compiledir={tmp_path / 'pytensor'}", *filter(None, [env.get("PYTENSOR_FLAGS", "")])]
+    )
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", FRESH_HIT], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    expected = (np.arange(6.0).reshape(2, 3)[:, :2] @ np.array([2.0, 4.0]) + [2.0, 1.0]).tolist()
+    assert runs[0]["value"] == runs[1]["value"] == expected
+    assert runs[0]["outcome"] == "built" and runs[0]["versions"] > 0
+    assert runs[1]["outcome"] == "hit" and runs[1]["versions"] == 0
+
+
+def test_graphs_differing_in_a_fused_constant_get_their_own_modules() -> None:
+    """The constants of a fused Composite are in its inner graph: each one
+    names the graph, in the process's memo and in the graph index."""
+    m = pt.dmatrix("m")
+    values = np.arange(6.0).reshape(2, 3)
+    results = []
+    for scale in (0.25, 0.5, 0.75):
+        out = pt.exp(m * scale).sum(axis=0) * scale + m[0] * (scale + 1.0)
+        f, g = compiled([m], out), pytensor.function([m], out, mode="CVM")
+        np.testing.assert_allclose(f(values), g(values), rtol=1e-12)
+        results.append(f(values).tolist())
+    assert len({tuple(r) for r in results}) == 3

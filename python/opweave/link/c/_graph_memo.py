@@ -9,34 +9,50 @@ libraries), how the nodes are wired (to which graph input, node output or
 constant each input is connected), the outputs, the storage not kept between
 calls, the types of the inputs and the data of constants, and the names that
 messages show. Only graphs whose every op declares
-a code version are memoised: an op without one may change its code without
-saying so. A memoised module is used again only once the cache has verified
-its entry again (a changed header makes it stale: the graph is compiled
-again, never served stale).
+a code version are memoised (:func:`versioned`, asked when a graph is
+remembered, so that a hit asks no op anything): an op without one may change
+its code without saying so. A memoised module is used again only once the
+cache has verified its entry again (a changed header makes it stale: the
+graph is compiled again, never served stale). The key also names a graph in
+the compile directory's index, for hits in other processes
+(:mod:`._graph_index`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from opweave.graph.basic import Apply, is_constant
 from opweave.link.c._node_keys import MISSING, constant_signature, memo_snapshot, signature
 from opweave.link.c.hooks import call_optional_hook, declares_version
 
-__all__ = ["forget", "graph_key", "recall", "remember"]
+__all__ = ["GraphKey", "forget", "graph_key", "recall", "remember", "versioned"]
 
 # key -> (compiled graph, its module's cache key); oldest first, bounded.
 _memo: dict[Any, tuple[Any, str]] = {}
 _MEMO_SIZE = 256
 
 
-def _versioned(node: Apply) -> bool:
-    """Whether ``node``'s op declares a code version for it."""
-    op: Any = node.op
-    if declares_version(op, "c_code_cache_version_apply"):
-        return bool(call_optional_hook(op, "c_code_cache_version_apply", node, default=()))
-    return declares_version(op) and bool(op.c_code_cache_version())
+class GraphKey(NamedTuple):
+    """A graph's memo key and the constants it numbers (``("const", n, ...)``
+    in the key is ``constants[n]``)."""
+
+    key: Any
+    constants: list[Any]
+
+
+def versioned(nodes: Sequence[Apply]) -> bool:
+    """Whether every node's op declares a code version for it."""
+    for node in nodes:
+        op: Any = node.op
+        if declares_version(op, "c_code_cache_version_apply"):
+            found = call_optional_hook(op, "c_code_cache_version_apply", node, default=())
+        else:
+            found = declares_version(op) and op.c_code_cache_version()
+        if not found:
+            return False
+    return True
 
 
 def graph_key(
@@ -45,13 +61,14 @@ def graph_key(
     no_recycling: Collection[int],
     numbers: dict[int, int] | None,
     export_nodes: bool,
-) -> Any:
+) -> GraphKey | None:
     """The memo key of ``fgraph`` run in the order ``nodes``, or None when
-    it cannot be memoised."""
+    it cannot be memoised. It asks no op for anything."""
     snapshot = memo_snapshot()
     given = {id(v) for v in fgraph.inputs}
     source: dict[int, Any] = {id(v): ("in", k) for k, v in enumerate(fgraph.inputs)}
     constants: dict[int, int] = {}
+    numbered: list[Any] = []
 
     def where(variable: Any) -> Any:
         found = source.get(id(variable))
@@ -62,6 +79,8 @@ def graph_key(
             if data is MISSING:
                 raise KeyError(variable)
             number = constants.setdefault(id(variable), len(constants))
+            if number == len(numbered):
+                numbered.append(variable)
             found = ("const", number, variable.type, data)
         return found
 
@@ -70,7 +89,7 @@ def graph_key(
     try:
         for index, node in enumerate(nodes):
             code = signature(node, snapshot, given)
-            if code is None or not _versioned(node):
+            if code is None:
                 return None
             wiring = tuple(where(v) for v in node.inputs)
             number = None if numbers is None else numbers.get(id(node))
@@ -84,7 +103,7 @@ def graph_key(
         hash(key)
     except (KeyError, TypeError):  # a variable from outside the graph, an unhashable part
         return None
-    return key
+    return GraphKey(key, numbered)
 
 
 def recall(key: Any) -> tuple[Any, str] | None:

@@ -43,7 +43,7 @@ from opweave.link.c._units import ObjectCode, plan_units, unit_spec
 from opweave.link.c.hooks import as_code_list, call_optional_hook, get_hook, has_hook
 from opweave.link.c.interface import CLinkerOp
 
-__all__ = ["GraphSpec", "MissingCCode", "build_spec"]
+__all__ = ["GraphSpec", "MissingCCode", "build_spec", "params_value"]
 
 _NO_ORIGIN = -1
 _TYPE_HOOKS = ("c_declare", "c_init", "c_extract", "c_sync")
@@ -68,6 +68,9 @@ class GraphSpec(NamedTuple):
     definition_names: tuple[str, ...] = ()
     # A graph of one node: how its export runs it (see _export.py).
     node_plan: NodePlan | None = None
+    # Per orphan, where it comes from: ("const", the constant variable) or
+    # ("params", the position of the first node run whose params it is).
+    orphan_sources: tuple[tuple[str, Any], ...] = ()
 
 
 def fail_run(block: int) -> str:
@@ -116,6 +119,16 @@ def get_params(node: Apply, what: str) -> Any:
     return value
 
 
+def params_value(node: Apply, what: str) -> Any:
+    """The params value of ``node`` as its module takes it (filtered by its
+    op's ``params_type``: an enum alias becomes its value), or None."""
+    value = get_params(node, what)
+    if value is _NO_PARAMS:
+        return None
+    op: Any = node.op  # get_params found its params_type (ops are duck-typed)
+    return op.params_type.filter(value)
+
+
 def _same_value(params_type: Any, a: Any, b: Any) -> bool:
     """Whether two params values can share one constant; values that cannot
     be compared (e.g. arrays in a Generic field) are taken as different."""
@@ -156,6 +169,7 @@ class _Builder:
         self.run_steps: list[tuple[int, str, str, list[int]]] = []
         self.init_steps: list[tuple[int, str, str, list[int]]] = []
         self.orphans: list[Any] = []
+        self.orphan_variables: list[Constant] = []
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
         self.node_blocks: dict[int, int] = {}
@@ -235,12 +249,10 @@ class _Builder:
     def params_constant(self, index: int, node: Apply) -> Constant | None:
         """The constant holding ``node``'s params (shared by the nodes whose
         params are equal), or None if its op has no params."""
-        value = get_params(node, self.node_label(index, node))
-        if value is _NO_PARAMS:
+        value = params_value(node, self.node_label(index, node))
+        if value is None:
             return None
-        op: Any = node.op  # get_params found its params_type (ops are duck-typed)
-        params_type = op.params_type
-        value = params_type.filter(value)  # e.g. an enum alias becomes its value
+        params_type = node.op.params_type  # type: ignore[attr-defined]
         for constant in self.params.values():
             if constant.type == params_type and _same_value(params_type, constant.data, value):
                 return constant
@@ -320,6 +332,7 @@ class _Builder:
         position = 0
         if is_constant(variable):
             self.orphans.append(variable.data)
+            self.orphan_variables.append(variable)
             self.orphan_of[id(variable)] = len(self.orphans) - 1
             position = len(self.orphans) - 1
         first = "take" if constant else "empty"
@@ -508,6 +521,19 @@ class _Builder:
             self.node_blocks,
             (*self.cells.definitions, *(c.struct.name for c in self.nodes_code.codes)),
             self.node_plan() if len(self.nodes) == 1 else None,
+            self.orphan_sources(),
+        )
+
+    def orphan_sources(self) -> tuple[tuple[str, Any], ...]:
+        """Where each orphan comes from (GraphSpec.orphan_sources)."""
+        params_of: dict[int, int] = {}
+        for index, node in enumerate(self.nodes):
+            constant = self.params.get(id(node))
+            if constant is not None:
+                params_of.setdefault(id(constant), index)
+        return tuple(
+            ("params", params_of[id(v)]) if id(v) in params_of else ("const", v)
+            for v in self.orphan_variables
         )
 
     def node_plan(self) -> NodePlan:

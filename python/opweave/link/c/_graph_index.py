@@ -1,0 +1,158 @@
+"""The compile directory's index of graphs: a hit in a fresh process asks no
+op for anything.
+
+Finding a graph's module by its cache key means asking every op for its
+code, and an op's version hook may be slow (PyTensor's CGemv compiles and
+runs a test program in each process). So once a graph is compiled and every
+op in it declares a code version, a record is kept under
+``<cache root>/graphs/<aa>/<name>``. ``name`` is a hash of the stable text
+(:mod:`._stable_text`) of the graph's memo key (:func:`._graph_memo.graph_key`:
+ops and types by class, source files and props, constants by data, the
+wiring and the configuration), of the environment (compiler, Python, NumPy,
+machine flags) and of this format. The record names the module's cache key
+and what the module takes besides its code: its orphans (the graph's
+constants by number, the nodes' params by node, asked again) and the names
+of its blocks for messages.
+
+A record is read only if it is a regular file owned by this user, in
+directories owned by this user, none writable by others (0600 and 0700 are
+what it writes, as the cache does); a record that cannot be trusted, read or
+parsed is ignored (logged at DEBUG: the cache warns about its own root), the
+graph is compiled as usual, and its record written again. The
+module it names is used only once the cache has verified its entry, so a
+changed header still means a rebuild.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import stat
+import threading
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
+
+__all__ = ["Record", "index_name", "read", "write"]
+
+_log = logging.getLogger(__name__)
+_FORMAT = 1
+_MAX_BYTES = 1 << 22
+_KINDS = ("const", "params")
+
+
+class Record(NamedTuple):
+    """What a process needs to call a graph's module without its code."""
+
+    module_key: str
+    # Per orphan: ("const", n), the key's constant n, or ("params", k), the
+    # params of the k-th node run.
+    orphans: tuple[tuple[str, int], ...]
+    block_names: dict[int, str]
+    output_blocks: dict[int, int]
+    node_blocks: dict[int, int]
+
+
+def index_name(key: Any, environment: Any) -> str | None:
+    """The name of the graph of memo key ``key`` (:func:`._graph_memo.graph_key`:
+    two parts, a part per node led by its code signature, two parts)
+    compiled in ``environment``, or None when part of it has no stable text."""
+    try:
+        head = stable_text((_FORMAT, environment, key[:2]))
+        nodes = stable_texts(part[0] for part in key[2:-2])  # each node's code signature
+        rest = stable_text(([part[1:] for part in key[2:-2]], key[-2:]))
+        text = "\n".join([head, *nodes, rest])
+    except Unstable as why:
+        _log.debug("graph not indexed: %s", why)
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _path(root: Path, name: str) -> Path:
+    return Path(root) / "graphs" / name[:2] / name
+
+
+def _trusted(status: os.stat_result) -> bool:
+    return status.st_uid == os.geteuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def read(root: Path, name: str) -> Record | None:
+    """The record filed under ``name`` in the cache at ``root``, or None
+    (none, or not trusted, or damaged: see the top)."""
+    path = _path(root, name)
+    try:
+        if not all(_trusted(os.lstat(d)) for d in (path.parent.parent, path.parent)):
+            _log.debug("graph index %s is not private to this user: ignored", path.parent)
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or not _trusted(status):
+            _log.debug("graph record %s is not private to this user: replaced", path)
+            return None
+        data = file.read(_MAX_BYTES + 1)
+    try:
+        return _parse(json.loads(data))
+    except (ValueError, TypeError, KeyError) as error:
+        _log.warning("graph record %s is damaged (%s): ignored", path, error)
+        return None
+
+
+def _parse(found: Any) -> Record:
+    if found.get("format") != _FORMAT:
+        raise ValueError("another format")
+    key = found["module_key"]
+    orphans = tuple((str(kind), int(n)) for kind, n in found["orphans"])
+    if not isinstance(key, str) or any(kind not in _KINDS or n < 0 for kind, n in orphans):
+        raise ValueError("bad fields")
+
+    def numbers(field: str, value: type) -> dict[int, Any]:
+        return {int(k): value(v) for k, v in found[field].items()}
+
+    return Record(
+        key,
+        orphans,
+        numbers("block_names", str),
+        numbers("output_blocks", int),
+        numbers("node_blocks", int),
+    )
+
+
+def write(root: Path, name: str, record: Record) -> None:
+    """Files ``record`` under ``name`` in the cache at ``root`` (atomically;
+    a cache that cannot be written keeps no record)."""
+    path = _path(root, name)
+    fields = record._asdict()
+    fields["orphans"] = [list(orphan) for orphan in record.orphans]
+    text = json.dumps({"format": _FORMAT, **fields})
+    staging = path.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        for directory in (path.parent.parent, path.parent):
+            _private_dir(directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(staging, flags, 0o600)
+        with os.fdopen(fd, "w") as file:
+            os.fchmod(fd, 0o600)  # whatever the umask, as the cache's files
+            file.write(text)
+        os.replace(staging, path)
+    except OSError as error:
+        _log.debug("cannot keep the graph record %s: %s", path, error)
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
+
+
+def _private_dir(directory: Path) -> None:
+    """Creates ``directory`` if needed, private to this user (0700, as the
+    cache's directories, whatever the umask)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(directory, 0o700)
+    status = os.lstat(directory)
+    if stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid():
+        if stat.S_IMODE(status.st_mode) != 0o700:
+            os.chmod(directory, 0o700)
