@@ -5,9 +5,17 @@ What: two PyTensor graphs, "hier" (the log-density of a hierarchical normal
 model and its gradient) and "wide" (24 terms, each a matrix-vector product,
 a column sum of an elementwise exponential, a reversed view and an indexed
 element, summed: about 100 nodes after PyTensor's rewrites, which fusion
-cannot merge). For each back end, "OPWEAVE" (import opweave.pytensor) and
-"CVM" (PyTensor's C linker), in the same run, the linker phase being
-PyTensor's own measure of it (profiling.total_time_linker):
+cannot merge). Back ends, in the same run:
+
+- "OPWEAVE" (import opweave.pytensor; the whole graph in one module);
+- "C", the baseline of the ratios: PyTensor's C linker (CLinker, the whole
+  graph in one module);
+- "CVM" (PyTensor's C VM: a module per node), for information;
+- "NUMBA" (PyTensor 3's default back end), for information, when it
+  imports. Numba compiles at the first call, so its linker figures include
+  that call.
+
+The linker phase is PyTensor's own measure of it (profiling.total_time_linker):
 
 - cold: the linker phase of the first function(), in a fresh process with
   empty compile dirs (the toolchain warm: each worker first compiles a
@@ -16,15 +24,16 @@ PyTensor's own measure of it (profiling.total_time_linker):
 - same: the linker phase of a second function() of an equal graph in the
   same process;
 - fresh: a hit in a fresh process: the import of opweave.pytensor (none for
-  CVM) plus the linker phase;
+  the others) plus the linker phase;
 - call: per call with trust_input=True, small inputs (median of 5 x 2,000);
 - large: per call on inputs of 10^6 elements (median of 5 x 5).
 
-Each figure is the median of --repeat runs; the table shows opweave / CVM.
-Both back ends use the same PYTENSOR_FLAGS (blas__ldflags=-lopenblas when
-OpenBLAS is found), the same -O level and flags of their own, and the
-default compile__jobs of opweave. Run it with a Python that has PyTensor
-and opweave (Python >= 3.12).
+Each figure is the median of --repeat runs; the table shows each back end
+and the ratio opweave / C. All use the same PYTENSOR_FLAGS
+(blas__ldflags=-lopenblas when OpenBLAS is found), PyTensor's -O3 and
+-march=native (opweave.pytensor's default cmodule__march=native), the
+machine's cores, and opweave's default compile__jobs. Run it with a Python
+that has PyTensor and opweave (Python >= 3.12).
 Usage: python benchmarks/bench_pytensor_backend.py [--repeat N] [--json PATH]
 """
 
@@ -40,7 +49,8 @@ import tempfile
 import time
 
 GRAPHS = ("hier", "wide")
-BACKENDS = ("OPWEAVE", "CVM")
+BACKENDS = ("OPWEAVE", "C", "CVM", "NUMBA")
+BASELINE = "C"
 FIGURES = ("cold", "edit", "fresh", "same", "call", "large")
 
 WORKER = r"""
@@ -91,7 +101,12 @@ def linked(offset=0.0):
     inputs, outputs = build(offset)
     before = profiling.total_time_linker
     f = pytensor.function(inputs, outputs, mode=mode, trust_input=True)
-    return f, profiling.total_time_linker - before
+    seconds = profiling.total_time_linker - before
+    if backend == "NUMBA":  # compiled at the first call
+        start = time.perf_counter()
+        f(*args(9))
+        seconds += time.perf_counter() - start
+    return f, seconds
 
 out = {}
 if phase == "cold":
@@ -139,17 +154,26 @@ def run(backend: str, graph: str, phase: str, env: dict[str, str]) -> dict[str, 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def one_run() -> dict[str, dict[str, dict[str, float]]]:
+def backends() -> list[str]:
+    """The back ends this Python can run (NUMBA only where numba imports)."""
+    found = subprocess.run([sys.executable, "-c", "import numba"], capture_output=True, check=False)
+    return [b for b in BACKENDS if b != "NUMBA" or found.returncode == 0]
+
+
+def one_run(names: list[str]) -> dict[str, dict[str, dict[str, float]]]:
     results: dict[str, dict[str, dict[str, float]]] = {}
     for graph in GRAPHS:
-        for backend in BACKENDS:
+        for backend in names:
             with tempfile.TemporaryDirectory() as tmp:
                 env = dict(os.environ)
+                # Imports read compiled bytecode, as after a pip install.
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
                 flags = [f"compiledir={tmp}/pytensor"]
                 if ctypes.util.find_library("openblas"):
                     flags.append("blas__ldflags=-lopenblas")
                 env["PYTENSOR_FLAGS"] = ",".join(flags)
                 env["OPWEAVE_FLAGS"] = f"compiledir={tmp}/opweave"
+                env["NUMBA_CACHE_DIR"] = f"{tmp}/numba"
                 found = run(backend, graph, "cold", env)
                 found.update(run(backend, graph, "fresh", env))
             results.setdefault(graph, {})[backend] = found
@@ -158,19 +182,19 @@ def one_run() -> dict[str, dict[str, dict[str, float]]]:
 
 def main() -> None:
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
-    runs = [one_run() for _ in range(repeat)]
+    names = backends()
+    runs = [one_run(names) for _ in range(repeat)]
     table = {}
+    print(f"{'':12}" + "".join(f"{b.lower():>14}" for b in names) + "   opweave/c")
     for graph in GRAPHS:
         for figure in FIGURES:
-            medians = {b: statistics.median(r[graph][b][figure] for r in runs) for b in BACKENDS}
+            medians = {b: statistics.median(r[graph][b][figure] for r in runs) for b in names}
             table[f"{graph}/{figure}"] = medians
-            ratio = medians["OPWEAVE"] / medians["CVM"]
-            print(
-                f"{graph:5} {figure:6} opweave {medians['OPWEAVE'] * 1e3:10.3f} ms"
-                f"   cvm {medians['CVM'] * 1e3:10.3f} ms   ratio {ratio:6.3f}"
-            )
-        values = {b: runs[0][graph][b]["value"] for b in BACKENDS}
-        nodes = {b: runs[0][graph][b]["nodes"] for b in BACKENDS}
+            ratio = medians["OPWEAVE"] / medians[BASELINE]
+            cells = "".join(f"{medians[b] * 1e3:11.3f} ms" for b in names)
+            print(f"{graph:5} {figure:6}{cells}   {ratio:9.3f}")
+        values = {b: runs[0][graph][b]["value"] for b in names}
+        nodes = {b: runs[0][graph][b]["nodes"] for b in names}
         print(f"{graph:5} first output sum: {values}; nodes: {nodes}")
     print(f"load average: {os.getloadavg()}")
     if "--json" in sys.argv:
