@@ -43,6 +43,7 @@ _STARTED_NS = time.time_ns()
 _MAX_DEPTH = 64
 _ARRAY_BYTES = 1 << 16
 _class_texts: dict[type, str] = {}
+_method_digests: dict[type, str] = {}
 _props_texts: dict[int, tuple[Any, str]] = {}  # id -> (object, its text); oldest first
 _PROPS_MEMO_SIZE = 4096
 _value_texts: dict[Any, str] = {}  # see stable_texts
@@ -110,12 +111,15 @@ class _Renderer:
             return "...;"
         if isinstance(value, (set, frozenset)):
             return "{" + "".join(sorted(self.text(item) for item in value)) + "}"
-        if isinstance(value, Mapping):
-            items = sorted((self.text(k), self.text(v)) for k, v in value.items())
-            return "{" + "".join(f"{k}={v}" for k, v in items) + "}"
+        if isinstance(value, dict):
+            return self.mapping_text(value)
         if isinstance(value, type):
             return _class_text(value)
         return self.object_text(value)
+
+    def mapping_text(self, value: Any) -> str:
+        items = sorted((self.text(k), self.text(v)) for k, v in value.items())
+        return "{" + "".join(f"{k}={v}" for k, v in items) + "}"
 
     def sequence(self, items: Any) -> str:
         return "(" + "".join(self.text(item) for item in items) + ")"
@@ -138,6 +142,8 @@ class _Renderer:
         props = getattr(type(value), "__props__", None)
         if isinstance(props, tuple):
             return _props_text(self, value, props)
+        if isinstance(value, Mapping):  # after the props: an ABC check is slow
+            return self.mapping_text(value)
         if hasattr(value, "__dict__") and not hasattr(value, "owner"):
             fields = sorted(vars(value).items())
         else:  # a variable, or an object without attributes
@@ -216,24 +222,36 @@ def _class_text(cls: type) -> str:
     found = _class_texts.get(cls)
     if found is None:
         files = sorted({_file_text(c.__module__) for c in cls.__mro__ if c is not object})
-        digest = hashlib.sha256("\n".join(files).encode())
-        for c in cls.__mro__:
-            _add_methods(digest, c)
-        found = _class_texts[cls] = f"<{_code_name(cls)}@{digest.hexdigest()[:16]}>"
+        methods = [_methods_digest(c) for c in cls.__mro__]
+        digest = hashlib.sha256("\n".join([*files, *methods]).encode()).hexdigest()[:16]
+        found = _class_texts[cls] = f"<{_code_name(cls)}@{digest}>"
     return found
 
 
-def _add_methods(digest: Any, cls: type) -> None:
-    """Adds the code of ``cls``'s own functions to ``digest``: a method
-    replaced at run time (a patched hook) makes another class text."""
-    for name, attribute in sorted(vars(cls).items()):
-        function = getattr(attribute, "__func__", attribute)
-        code = getattr(function, "__code__", None)
-        if code is None:
-            continue
-        digest.update(name.encode())
-        for part in _code_parts(code):
-            digest.update(part)
+def _methods_digest(cls: type) -> str:
+    """A digest of ``cls``'s own functions, at first sight, kept per class
+    (the classes of an MRO are shared by many ops). A function defined in
+    the class's body (its qualified name says so) is named: its code is the
+    file's, which the class text covers. Any other (a hook patched at run
+    time, a method borrowed from another class) adds its code, so that it
+    makes another class text."""
+    found = _method_digests.get(cls)
+    if found is None:
+        digest = hashlib.sha256()
+        for name, attribute in sorted(vars(cls).items()):
+            function = getattr(attribute, "__func__", attribute)
+            code = getattr(function, "__code__", None)
+            if code is None:
+                continue
+            digest.update(name.encode())
+            own = function.__qualname__ == f"{cls.__qualname__}.{name}"
+            if own and function.__module__ == cls.__module__:
+                continue
+            digest.update(f"{function.__module__}.{function.__qualname__}".encode())
+            for part in _code_parts(code):
+                digest.update(part)
+        found = _method_digests[cls] = digest.hexdigest()
+    return found
 
 
 def _code_parts(code: Any) -> list[bytes]:
