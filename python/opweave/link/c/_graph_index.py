@@ -111,6 +111,10 @@ def _parse(found: Any) -> Record:
     orphans = tuple((str(kind), int(n)) for kind, n in found["orphans"])
     if not isinstance(key, str) or any(kind not in _KINDS or n < 0 for kind, n in orphans):
         raise ValueError("bad fields")
+    # The spec takes constants in the order the key numbers them, then the
+    # params of the nodes in the order they run (see spec.name_variables).
+    if orphans != tuple(sorted(orphans)) or len(set(orphans)) != len(orphans):
+        raise ValueError("orphans out of order")
 
     def numbers(field: str, value: type) -> dict[int, Any]:
         return {int(k): value(v) for k, v in found[field].items()}

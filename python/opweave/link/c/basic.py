@@ -348,6 +348,11 @@ class CLinker(Linker):
         compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
         if compiled is None:
             return None
+        try:  # the module takes these orphans (their number and types)
+            _core.Function(module=compiled.module, orphans=orphans)
+        except (TypeError, ValueError) as error:
+            _log.warning("graph record %s does not fit its module (%s): ignored", name, error)
+            return None
         seconds = {"lookup": time.perf_counter() - start}
         graph = CompiledGraph(
             compiled.module,

@@ -129,7 +129,10 @@ def test_an_edited_op_is_compiled_again(project: Path) -> None:
     assert "c_code" in hooks
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "wrong orphan", "missing entry"])
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "garbage", "wrong orphan", "orphan missing", "orphans swapped", "missing entry"],
+)
 def test_a_damaged_record_is_ignored(project: Path, damage: str) -> None:
     _run(project)
     (record,) = _records(project)
@@ -140,6 +143,14 @@ def test_a_damaged_record_is_ignored(project: Path, damage: str) -> None:
         record.write_bytes(os.urandom(300))
     elif damage == "wrong orphan":
         fields["orphans"] = [["const", 99]]
+        record.write_text(json.dumps(fields))
+    elif damage == "orphan missing":  # in order, but one short: the module refuses them
+        fields["orphans"] = fields["orphans"][1:]
+        record.write_text(json.dumps(fields))
+    elif damage == "orphans swapped":  # the two constant arrays: same types, other values
+        orphans = fields["orphans"]
+        assert orphans[:2] == [["const", 0], ["const", 1]]
+        fields["orphans"] = [orphans[1], orphans[0], *orphans[2:]]
         record.write_text(json.dumps(fields))
     else:
         fields["module_key"] = "0" * 64
