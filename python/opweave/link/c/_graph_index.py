@@ -32,12 +32,17 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from opweave.graph.op import op_label
+from opweave.link.c import cmodule
+from opweave.link.c._march import march_flags
 from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
+from opweave.link.c.spec import params_value
 
-__all__ = ["Record", "index_name", "read", "write"]
+__all__ = ["Record", "index_name", "orphans", "place", "read", "write"]
 
 _log = logging.getLogger(__name__)
 _FORMAT = 1
@@ -72,7 +77,60 @@ def index_name(key: Any, environment: Any) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _path(root: Path, name: str) -> Path:
+def place(key: Any) -> tuple[Path, str] | None:
+    """Where the graph of memo key ``key`` is filed: the root of the cache
+    modules are built in, and its name there; None when the cache cannot be
+    written or the key has no stable text."""
+    root = cmodule.writable_cache_root()
+    if root is None:
+        return None
+    compiler = cmodule.get_compiler()
+    environment = (cmodule.environment_fingerprint(compiler), tuple(march_flags(compiler)))
+    name = index_name(key, environment)
+    return None if name is None else (root, name)
+
+
+def orphans(record: Record, constants: list[Any], nodes: Sequence[Any]) -> list[Any] | None:
+    """The orphans ``record`` names, from the graph's ``constants`` (as its
+    memo key numbers them) and its ``nodes`` (their params, asked again);
+    None when it names one the graph does not have."""
+    found: list[Any] = []
+    for kind, number in record.orphans:
+        if kind == "const" and number < len(constants):
+            found.append(constants[number].data)
+        elif kind == "params" and number < len(nodes):
+            node = nodes[number]
+            value = params_value(node, f"node {number} ({op_label(node.op)})")
+            if value is None:
+                return None
+            found.append(value)
+        else:
+            return None
+    return found
+
+
+def _record(compiled: Any, module_key: str, constants: list[Any]) -> Record | None:
+    """The record of ``compiled`` (a CompiledGraph), whose memo key numbers
+    ``constants``; None when an orphan is a constant the key does not number."""
+    numbers = {id(v): n for n, v in enumerate(constants)}
+    found = []
+    for kind, where in compiled.orphan_sources:
+        if kind == "const":
+            if id(where) not in numbers:
+                return None
+            where = numbers[id(where)]
+        found.append((kind, int(where)))
+    return Record(
+        module_key,
+        tuple(found),
+        dict(compiled.block_names),
+        dict(compiled.output_blocks),
+        dict(compiled.node_blocks or {}),
+    )
+
+
+def _path(place: tuple[Path, str]) -> Path:
+    root, name = place
     return Path(root) / "graphs" / name[:2] / name
 
 
@@ -80,10 +138,10 @@ def _trusted(status: os.stat_result) -> bool:
     return status.st_uid == os.geteuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def read(root: Path, name: str) -> Record | None:
-    """The record filed under ``name`` in the cache at ``root``, or None
-    (none, or not trusted, or damaged: see the top)."""
-    path = _path(root, name)
+def read(place: tuple[Path, str]) -> Record | None:
+    """The record filed at ``place`` (see :func:`place`), or None (none, or
+    not trusted, or damaged: see the top)."""
+    path = _path(place)
     try:
         if not all(_trusted(os.lstat(d)) for d in (path.parent.parent, path.parent)):
             _log.debug("graph index %s is not private to this user: ignored", path.parent)
@@ -128,10 +186,16 @@ def _parse(found: Any) -> Record:
     )
 
 
-def write(root: Path, name: str, record: Record) -> None:
-    """Files ``record`` under ``name`` in the cache at ``root`` (atomically;
-    a cache that cannot be written keeps no record)."""
-    path = _path(root, name)
+def write(place: tuple[Path, str], compiled: Any, module_key: str, constants: list[Any]) -> None:
+    """Files the record of ``compiled`` (a CompiledGraph whose module's key
+    is ``module_key`` and whose memo key numbers ``constants``) at
+    ``place``, atomically; a cache that cannot be written keeps no record,
+    nor does a graph with a constant orphan its key does not number."""
+    record = _record(compiled, module_key, constants)
+    if record is None:
+        return
+    path = _path(place)
+    name = place[1]
     fields = record._asdict()
     fields["orphans"] = [list(orphan) for orphan in record.orphans]
     text = json.dumps({"format": _FORMAT, **fields})

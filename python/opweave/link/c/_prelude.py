@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from opweave import _core
+from opweave.link.c._abi_keys import numpy_abi_key, python_abi_key
 
 _log = logging.getLogger("opweave")
 
@@ -54,8 +55,6 @@ def choose(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeReques
     header (found through the job), else Python's. The NumPy prelude must not
     make NumPy's names (some unprefixed macros such as DEPRECATE) visible to
     a module that did not ask for them."""
-    from opweave.link.c.cmodule import numpy_abi_key, python_abi_key
-
     names = {header.strip().strip('<>"') for header in headers}
     if "numpy/arrayobject.h" in names:
         import numpy

@@ -23,7 +23,6 @@ from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.graph.op import op_label
 from opweave.link.c import _graph_index, _graph_memo, cmodule
 from opweave.link.c._export import node_block
 from opweave.link.c._flags import remove_flags, uniq_flags
@@ -40,7 +39,7 @@ from opweave.link.c._node_keys import (
 from opweave.link.c.hooks import call_optional_hook, declares_version
 from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
 from opweave.link.c.sanitize import sanitizer_flags
-from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec, params_value
+from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 from opweave.link.callable import InputBinding, compiled_function
 from opweave.link.thunk import Linker
 
@@ -306,52 +305,36 @@ class CLinker(Linker):
                 seconds = {"lookup": time.perf_counter() - start}
                 return found[0]._replace(outcome="hit", seconds=seconds)
             _graph_memo.forget(memo.key)
-        root = cmodule.writable_cache_root()
-        name = None if root is None else _graph_index.index_name(memo.key, _environment())
-        indexed = None
-        if root is not None and name is not None:
-            indexed = self._from_index(root, name, memo.constants, start)
+        place = _graph_index.place(memo.key)
+        indexed = None if place is None else self._from_index(place, memo.constants, start)
         if indexed is not None:
             compiled_graph, module_key = indexed
         else:
             compiled_graph, module_key = self._compile(start)
             if not _graph_memo.versioned(self.order()):
                 return compiled_graph
-            record = _index_record(compiled_graph, module_key, memo.constants)
-            if root is not None and name is not None and record is not None:
-                _graph_index.write(root, name, record)
+            if place is not None:
+                _graph_index.write(place, compiled_graph, module_key, memo.constants)
         _graph_memo.remember(memo.key, compiled_graph, module_key)
         return compiled_graph
 
     def _from_index(
-        self, root: Path, name: str, constants: list[Any], start: float
+        self, place: tuple[Path, str], constants: list[Any], start: float
     ) -> tuple[CompiledGraph, str] | None:
         """The graph's module found through the graph index (see
         :mod:`._graph_index`), with no op asked for code; None when it has
         no valid record."""
-        record = _graph_index.read(root, name)
-        if record is None:
+        record = _graph_index.read(place)
+        orphans = None if record is None else _graph_index.orphans(record, constants, self.order())
+        if record is None or orphans is None:
             return None
-        nodes = self.order()
-        orphans: list[Any] = []
-        for kind, number in record.orphans:
-            if kind == "const" and number < len(constants):
-                orphans.append(constants[number].data)
-            elif kind == "params" and number < len(nodes):
-                node = nodes[number]
-                value = params_value(node, f"node {number} ({op_label(node.op)})")
-                if value is None:
-                    return None
-                orphans.append(value)
-            else:
-                return None
         compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
         if compiled is None:
             return None
         try:  # the module takes these orphans (their number and types)
             _core.Function(module=compiled.module, orphans=orphans)
         except (TypeError, ValueError) as error:
-            _log.warning("graph record %s does not fit its module (%s): ignored", name, error)
+            _log.warning("graph record %s does not fit its module (%s): ignored", place[1], error)
             return None
         seconds = {"lookup": time.perf_counter() - start}
         graph = CompiledGraph(
@@ -495,36 +478,6 @@ def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
         export_parts(graph, key),
         job_signature(job),
         node_block(graph.node_plan),
-    )
-
-
-def _environment() -> tuple[str, tuple[str, ...]]:
-    """What a graph's module depends on besides the graph and the
-    configuration: the compiler, Python and NumPy (the environment
-    fingerprint) and the expanded machine flags."""
-    compiler = cmodule.get_compiler()
-    return cmodule.environment_fingerprint(compiler), tuple(march_flags(compiler))
-
-
-def _index_record(
-    compiled: CompiledGraph, module_key: str, constants: list[Any]
-) -> _graph_index.Record | None:
-    """The graph index's record of ``compiled``, whose memo key numbers
-    ``constants``; None when an orphan is a constant the key does not number."""
-    numbers = {id(v): n for n, v in enumerate(constants)}
-    orphans = []
-    for kind, where in compiled.orphan_sources:
-        if kind == "const":
-            if id(where) not in numbers:
-                return None
-            where = numbers[id(where)]
-        orphans.append((kind, int(where)))
-    return _graph_index.Record(
-        module_key,
-        tuple(orphans),
-        dict(compiled.block_names),
-        dict(compiled.output_blocks),
-        dict(compiled.node_blocks or {}),
     )
 
 

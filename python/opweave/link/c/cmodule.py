@@ -25,12 +25,10 @@ the compiles after it.
 from __future__ import annotations
 
 import atexit
-import functools
 import importlib.machinery
 import importlib.util
 import logging
 import shutil
-import sys
 import sysconfig
 import tempfile
 import time
@@ -43,6 +41,13 @@ from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CacheError, LockTimeout, MissingGXX, OpweaveError
 from opweave.link.c import _prelude
+from opweave.link.c._abi_keys import (
+    covered_header_dirs,
+    fingerprint,
+    numpy_abi_key,
+    python_abi_key,
+    python_paths,
+)
 
 __all__ = [
     "NUMPY_PRELUDE",
@@ -181,36 +186,6 @@ def _launcher(launcher: str) -> str:
     return f"{beside} {rest}".strip()
 
 
-@functools.cache
-def _python_paths() -> tuple[str, str]:
-    """Python's include directories (sysconfig takes about a millisecond to
-    work them out, on every call)."""
-    paths = sysconfig.get_paths()
-    return paths["include"], paths["platinclude"]
-
-
-@functools.cache
-def python_abi_key() -> str:
-    """Text naming the Python ABI that compiled extensions depend on."""
-    soabi = sysconfig.get_config_var("SOABI") or ""
-    return f"python={sys.implementation.cache_tag};soabi={soabi};hexversion={sys.hexversion:x}"
-
-
-@functools.cache
-def numpy_abi_key() -> str:
-    """Text naming the NumPy version and C-API version that modules including
-    NumPy's headers depend on."""
-    import numpy as np
-
-    # NumPy's C module has no stub; which of the two paths exists depends on
-    # the NumPy version.
-    try:
-        from numpy._core._multiarray_umath import _get_ndarray_c_version  # type: ignore[import-not-found]
-    except ImportError:  # NumPy 1.x
-        from numpy.core._multiarray_umath import _get_ndarray_c_version  # type: ignore[import-not-found, no-redef]
-    return f"numpy={np.__version__};c_api={_get_ndarray_c_version():x}"
-
-
 def environment_fingerprint(compiler: _core.SystemCompiler | None = None) -> str:
     """A short name of the environment compiled modules depend on: the
     compiler (its path and version, not the launcher), the Python ABI, the
@@ -218,39 +193,7 @@ def environment_fingerprint(compiler: _core.SystemCompiler | None = None) -> str
     carry it, and imports skip entries of another; CI cache keys can use
     it (``opweave cache fingerprint``)."""
     compiler = compiler or get_compiler()
-    return _fingerprint(compiler.key_material())
-
-
-@functools.cache
-def _fingerprint(compiler_material: str) -> str:
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy_version = numpy.__version__
-    else:
-        from importlib import metadata
-
-        try:
-            numpy_version = metadata.version("numpy")
-        except metadata.PackageNotFoundError:
-            numpy_version = "none"
-    text = "\n".join(
-        [
-            "opweave-environment 1",
-            f"layout {_core.MODULE_LAYOUT_VERSION} {_core.CACHE_FORMAT_VERSION}",
-            compiler_material,
-            python_abi_key(),
-            f"numpy={numpy_version}",
-        ]
-    )
-    return "ow1-" + _core.sha256_hex(text.encode())[:16]
-
-
-def covered_header_dirs() -> list[str]:
-    """The header directories whose content the key already covers (by the
-    Python ABI and the NumPy version), so the cache does not track them."""
-    import numpy as np
-
-    return list(dict.fromkeys([*_python_paths(), np.get_include()]))
+    return fingerprint(compiler.key_material())
 
 
 def extension_job(
@@ -264,7 +207,7 @@ def extension_job(
     """A compile job for a Python extension module: the given settings plus the
     Python headers. Extension modules on Linux do not link libpython."""
     job = _core.CompileJob()
-    job.include_dirs = [*include_dirs, _python_paths()[0]]
+    job.include_dirs = [*include_dirs, python_paths()[0]]
     job.flags = list(flags)
     job.lib_dirs = list(lib_dirs)
     job.libraries = list(libraries)

@@ -169,7 +169,6 @@ class _Builder:
         self.run_steps: list[tuple[int, str, str, list[int]]] = []
         self.init_steps: list[tuple[int, str, str, list[int]]] = []
         self.orphans: list[Any] = []
-        self.orphan_variables: list[Constant] = []
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
         self.node_blocks: dict[int, int] = {}
@@ -332,7 +331,6 @@ class _Builder:
         position = 0
         if is_constant(variable):
             self.orphans.append(variable.data)
-            self.orphan_variables.append(variable)
             self.orphan_of[id(variable)] = len(self.orphans) - 1
             position = len(self.orphans) - 1
         first = "take" if constant else "empty"
@@ -531,9 +529,10 @@ class _Builder:
             constant = self.params.get(id(node))
             if constant is not None:
                 params_of.setdefault(id(constant), index)
+        by_id = {id(v): v for v in self.variables}
+        placed = sorted(self.orphan_of.items(), key=lambda item: item[1])
         return tuple(
-            ("params", params_of[id(v)]) if id(v) in params_of else ("const", v)
-            for v in self.orphan_variables
+            ("params", params_of[i]) if i in params_of else ("const", by_id[i]) for i, _ in placed
         )
 
     def node_plan(self) -> NodePlan:

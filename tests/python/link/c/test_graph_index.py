@@ -86,14 +86,15 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(project: Path) -> tuple[dict[str, object], list[str]]:
-    """Runs run.py in a fresh process; its result and the hooks it called."""
+def _run(project: Path, flags: str = "") -> tuple[dict[str, object], list[str]]:
+    """Runs run.py in a fresh process (with more OPWEAVE_FLAGS ``flags``);
+    its result and the hooks it called."""
     log = project / "hooks.log"
     log.write_text("")
     env = dict(os.environ)
     env["INDEX_LOG"] = str(log)
     env["PYTHONPATH"] = os.pathsep.join([str(project), env.get("PYTHONPATH", "")])
-    env["OPWEAVE_FLAGS"] = f"compiledir={project / 'cache'}"
+    env["OPWEAVE_FLAGS"] = ",".join(filter(None, [f"compiledir={project / 'cache'}", flags]))
     done = subprocess.run(
         [sys.executable, str(project / "run.py")],
         env=env,
@@ -127,6 +128,14 @@ def test_an_edited_op_is_compiled_again(project: Path) -> None:
     found, hooks = _run(project)
     assert found["value"] == [419.0, 425.0]  # 3*(2x + 1 + 100) + 10 + 100
     assert "c_code" in hooks
+
+
+def test_a_changed_option_is_compiled_again(project: Path) -> None:
+    _run(project)
+    found, hooks = _run(project, "cmodule__remove_gxx_opt=true")
+    assert found["value"] == [19.0, 25.0] and "c_code" in hooks
+    found, hooks = _run(project, "cmodule__remove_gxx_opt=true")  # its own record
+    assert (found["outcome"], hooks) == ("hit", [])
 
 
 @pytest.mark.parametrize(
