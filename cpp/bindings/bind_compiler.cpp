@@ -107,6 +107,22 @@ void init_system_compiler(py::module_& m) {
             "raises CompileError on failure.");
 }
 
+
+// headers_changed(origin) for an `Origin` (BuiltModule or Entry).
+template <typename Origin>
+void def_headers_changed(py::module_& m) {
+    m.def(
+        "headers_changed",
+        [](const Origin& origin) {
+            py::gil_scoped_release release;
+            return headers_changed(origin.headers);
+        },
+        py::arg("origin"),
+        "'' when every header `origin` (a BuiltModule or Entry) was compiled with\n"
+        "still has its recorded content; otherwise why not. A module loaded from\n"
+        "it earlier in the process passes this before it is used again.");
+}
+
 void init_request(py::module_& m) {
     py::class_<PreludeRequest>(m, "PreludeRequest",
                                "A precompiled header a module may be compiled with.")
@@ -162,7 +178,12 @@ void init_request(py::module_& m) {
         .def_readonly("compile_seconds", &BuiltModule::compile_seconds)
         .def_readonly("events", &BuiltModule::events)
         .def_readonly("units", &BuiltModule::units,
-                      "Each unit, when the module was built here from units.");
+                      "Each unit, when the module was built here from units.")
+        .def_readonly("headers", &BuiltModule::headers,
+                      "The headers the entry was compiled with (HeaderRecord).");
+    // Overloads rather than a list of HeaderRecord: the records stay in C++.
+    def_headers_changed<BuiltModule>(m);
+    def_headers_changed<Entry>(m);
 }
 
 // Requests are copied while the GIL is held, so another thread may change

@@ -118,7 +118,7 @@ EntryCheck check_entry(const util::Dir& shard, std::string_view key, Memo memo,
             return verdict(EntryState::damaged, std::move(problem), std::move(*entry));
         }
     }
-    std::string changed = check_headers(entry->headers);
+    std::string changed = check_headers(entry->headers, memo);
     if (!changed.empty()) {
         return verdict(EntryState::stale, std::move(changed), std::move(*entry));
     }

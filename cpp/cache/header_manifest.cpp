@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
 
 #include "cache/file_digest.hpp"
+#include "cache/header_watch.hpp"
 #include "util/fd.hpp"
 
 namespace opweave::cache {
@@ -172,34 +174,70 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
     return records;
 }
 
-std::string check_headers(const std::vector<HeaderRecord>& headers) {
-    // Headers come in few directories (a hundred libc headers in a dozen):
-    // open each directory once and stat its headers by name, instead of
-    // walking every header's whole path. Plain string work: this is on the
-    // path of every cache hit.
-    std::vector<std::pair<std::string_view, util::Fd>> dirs;
+namespace {
+
+// Headers come in few directories (a hundred libc headers in a dozen): each
+// directory is opened once and its headers stat'ed by name, instead of
+// walking every header's whole path. Plain string work: this is on the path
+// of every cache hit.
+class HeaderDirs {
+public:
+    // Stats `path` (not following a final symbolic link with `no_follow`).
+    bool stat(const std::string& path, struct stat& st, bool no_follow) {
+        const std::string_view view(path);
+        const std::size_t slash = view.rfind('/');
+        const std::string_view dir_name = slash == 0 ? "/" : view.substr(0, slash);
+        auto dir = std::find_if(m_dirs.begin(), m_dirs.end(),
+                                [&](const auto& item) { return item.first == dir_name; });
+        if (dir == m_dirs.end()) {
+            util::Fd fd(::open(std::string(dir_name).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+            m_dirs.emplace_back(dir_name, std::move(fd));
+            dir = m_dirs.end() - 1;
+        }
+        const bool by_name = dir->second.valid() && slash != std::string_view::npos;
+        const char* name = by_name ? path.c_str() + slash + 1 : path.c_str();
+        return ::fstatat(by_name ? dir->second.get() : AT_FDCWD, name, &st,
+                         no_follow ? AT_SYMLINK_NOFOLLOW : 0) == 0;
+    }
+
+private:
+    std::vector<std::pair<std::string_view, util::Fd>> m_dirs;
+};
+
+}  // namespace
+
+std::string check_headers(const std::vector<HeaderRecord>& headers, Memo memo) {
+    // A header found as recorded is watched (header_watch.hpp), and needs no
+    // stat while nothing happens to it.
+    std::optional<WatchedHeaders> watched;
+    if (memo == Memo::use) {
+        watched.emplace();
+    }
+    HeaderDirs dirs;
     for (const HeaderRecord& header : headers) {
         if (header.sha256.empty()) {
             return "header " + header.path + " changed while it was being compiled";
         }
-        const std::string_view path(header.path);
-        const std::size_t slash = path.rfind('/');
-        const std::string_view dir_name = slash == 0 ? "/" : path.substr(0, slash);
-        auto dir = std::find_if(dirs.begin(), dirs.end(),
-                                [&](const auto& item) { return item.first == dir_name; });
-        if (dir == dirs.end()) {
-            util::Fd fd(::open(std::string(dir_name).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-            dirs.emplace_back(dir_name, std::move(fd));
-            dir = dirs.end() - 1;
+        if (watched && watched->known(header)) {
+            continue;
         }
+        // Watched before its stat, so that no change after the stat is missed.
+        bool watching = watched && watched->watch(header.path);
         struct stat st {};
-        const bool by_name = dir->second.valid() && slash != std::string_view::npos;
-        const char* name = by_name ? header.path.c_str() + slash + 1 : header.path.c_str();
-        if (::fstatat(by_name ? dir->second.get() : AT_FDCWD, name, &st, 0) != 0) {
+        if (!dirs.stat(header.path, st, watching)) {
             return "header " + header.path + " is gone";
+        }
+        if (S_ISLNK(st.st_mode)) {  // the watch is on the link, not on what it names
+            watching = false;
+            if (!dirs.stat(header.path, st, false)) {
+                return "header " + header.path + " is gone";
+            }
         }
         if (static_cast<std::uint64_t>(st.st_size) == header.size &&
             ns_of(st.st_mtim) == header.mtime_ns && ns_of(st.st_ctim) == header.ctime_ns) {
+            if (watching) {
+                watched->verified(header);
+            }
             continue;
         }
         const util::Fd file(
@@ -207,12 +245,24 @@ std::string check_headers(const std::vector<HeaderRecord>& headers) {
         if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
             return "header " + header.path + " cannot be read";
         }
-        if (file_sha256(file.get(), st) != header.sha256) {
+        if (file_sha256(file.get(), st, memo) != header.sha256) {
             return "header " + header.path + " changed";
         }
     }
     return {};
 }
+
+}  // namespace opweave::cache
+
+namespace opweave {
+
+std::string headers_changed(const std::vector<HeaderRecord>& headers) {
+    return cache::check_headers(headers, cache::Memo::use);
+}
+
+}  // namespace opweave
+
+namespace opweave::cache {
 
 void merge_headers(std::vector<HeaderRecord>& headers, const std::vector<HeaderRecord>& more) {
     std::set<std::string> present;

@@ -54,8 +54,11 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
                                          std::int64_t compile_start_ns);
 
 // Empty if every header still has the recorded content; otherwise why not,
-// e.g. "header /src/ops/x.h changed".
-std::string check_headers(const std::vector<HeaderRecord>& headers);
+// e.g. "header /src/ops/x.h changed" (headers_changed(), declared in
+// opweave/module_cache.hpp). With Memo::bypass, every header is stat'ed and,
+// if its stat differs, hashed again; with Memo::use, a header watched since
+// it was last found as recorded is not (header_watch.hpp).
+std::string check_headers(const std::vector<HeaderRecord>& headers, Memo memo);
 
 // `headers` plus those of `more` whose path it lacks.
 void merge_headers(std::vector<HeaderRecord>& headers, const std::vector<HeaderRecord>& more);

@@ -576,6 +576,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     built.events = std::move(result.events);
     built.events.insert(built.events.end(), build_events.begin(), build_events.end());
     built.units = std::move(built_units);
+    built.headers = std::move(result.entry.headers);
     if (built.library.empty()) {
         throw CacheError("cache entry " + built.dir.string() + " holds no library", built.dir);
     }

@@ -112,6 +112,8 @@ struct BuiltModule {
     // When the module was built here from units: each unit, in request
     // order (duplicates once). Empty on a hit.
     std::vector<BuiltUnit> units;
+    // The headers the entry was compiled with, as recorded (headers_changed).
+    std::vector<HeaderRecord> headers;
 };
 
 // The text the key of a module compiled by `compiler` with `job` is hashed

@@ -104,6 +104,13 @@ struct HeaderRecord {
     std::string sha256;
 };
 
+// Empty when every header of `headers` still has its recorded content (the
+// check a lookup makes of an entry's headers); otherwise why not, e.g.
+// "header /src/ops/x.h changed". A module loaded from an entry earlier in
+// the process passes it before it is used again: its files are in memory
+// already, so only its sources can have moved on.
+std::string headers_changed(const std::vector<HeaderRecord>& headers);
+
 // What a builder reports about the build it did; stored in meta.json.
 struct BuildRecord {
     std::string kind;          // what sort of entry, e.g. "module" or "prelude"

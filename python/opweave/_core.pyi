@@ -19,7 +19,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'headers_changed', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -734,6 +734,11 @@ class BuiltModule:
     def events(self) -> list[CacheEvent]:
         ...
     @property
+    def headers(self) -> list[HeaderRecord]:
+        """
+        The headers the entry was compiled with (HeaderRecord).
+        """
+    @property
     def key(self) -> str:
         ...
     @property
@@ -967,6 +972,20 @@ def find_compiler(cxx: str = '') -> pathlib.Path:
 def find_prelude(cache: ModuleCache, key: str) -> Entry | None:
     """
     The verified prelude entry, or None (a damaged one is quarantined).
+    """
+@typing.overload
+def headers_changed(origin: BuiltModule) -> str:
+    """
+    '' when every header `origin` (a BuiltModule or Entry) was compiled with
+    still has its recorded content; otherwise why not. A module loaded from
+    it earlier in the process passes this before it is used again.
+    """
+@typing.overload
+def headers_changed(origin: Entry) -> str:
+    """
+    '' when every header `origin` (a BuiltModule or Entry) was compiled with
+    still has its recorded content; otherwise why not. A module loaded from
+    it earlier in the process passes this before it is used again.
     """
 def module_key(source: str, compiler: Compiler, job: CompileJob, extra: str = '') -> str:
     """

@@ -78,7 +78,7 @@ def index_name(key: Any, environment: Any) -> str | None:
 
 
 def place(key: Any) -> tuple[Path, str] | None:
-    """Where the graph of memo key ``key`` is filed: the root of the cache
+    """Where the graph of memo key parts ``key`` (MemoKey.parts) is filed: the root of the cache
     modules are built in, and its name there; None when the cache cannot be
     written or the key has no stable text."""
     root = cmodule.writable_cache_root()

@@ -11,9 +11,10 @@ calls, the types of the inputs and the data of constants, and the names that
 messages show. Only graphs whose every op declares
 a code version are memoised (:func:`versioned`, asked when a graph is
 remembered, so that a hit asks no op anything): an op without one may change
-its code without saying so. A memoised module is used again only once the
-cache has verified its entry again (a changed header makes it stale: the
-graph is compiled again, never served stale). The key also names a graph in
+its code without saying so. A memoised module is used again only while the
+headers it was compiled with are unchanged (:func:`.cmodule.still_current`:
+a changed header makes it stale, and the graph is compiled again, never
+served stale). The key also names a graph in
 the compile directory's index, for hits in other processes
 (:mod:`._graph_index`).
 """
@@ -27,18 +28,38 @@ from opweave.graph.basic import Apply, is_constant
 from opweave.link.c._node_keys import MISSING, constant_signature, memo_snapshot, signature
 from opweave.link.c.hooks import call_optional_hook, declares_version
 
-__all__ = ["GraphKey", "forget", "graph_key", "recall", "remember", "versioned"]
+__all__ = ["GraphKey", "MemoKey", "forget", "graph_key", "recall", "remember", "versioned"]
 
-# key -> (compiled graph, its module's cache key); oldest first, bounded.
-_memo: dict[Any, tuple[Any, str]] = {}
+# key -> (compiled graph, its CompiledModule); oldest first, bounded.
+_memo: dict[MemoKey, tuple[Any, Any]] = {}
 _MEMO_SIZE = 256
+
+
+class MemoKey:
+    """A graph's memo key: ``parts``, a tuple of ops, types and wiring,
+    hashed once (Python keeps no hash of a tuple, and the ops' hashes are
+    Python code)."""
+
+    __slots__ = ("_hash", "parts")
+
+    def __init__(self, parts: tuple[Any, ...]) -> None:
+        self.parts = parts
+        self._hash = hash(parts)  # TypeError for an unhashable part
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MemoKey):
+            return NotImplemented
+        return self._hash == other._hash and self.parts == other.parts
 
 
 class GraphKey(NamedTuple):
     """A graph's memo key and the constants it numbers (``("const", n, ...)``
     in the key is ``constants[n]``)."""
 
-    key: Any
+    key: MemoKey
     constants: list[Any]
 
 
@@ -99,25 +120,25 @@ def graph_key(
         parts.append(tuple(where(v) for v in fgraph.outputs))
         kept = {id(v): v for v in [*fgraph.inputs, *(o for n in nodes for o in n.outputs)]}
         parts.append(tuple(sorted(str(where(kept[i])) for i in no_recycling if i in kept)))
-        key = tuple(parts)
-        hash(key)
+        key = MemoKey(tuple(parts))
     except (KeyError, TypeError):  # a variable from outside the graph, an unhashable part
         return None
     return GraphKey(key, numbered)
 
 
-def recall(key: Any) -> tuple[Any, str] | None:
-    """The compiled graph memoised under ``key`` and its module's cache key."""
+def recall(key: MemoKey) -> tuple[Any, Any] | None:
+    """The compiled graph memoised under ``key`` and the CompiledModule it
+    runs (:func:`.cmodule.still_current` says whether it may be used)."""
     return _memo.get(key)
 
 
-def remember(key: Any, compiled: Any, module_key: str) -> None:
-    """Memoises ``compiled`` (whose module's cache key is ``module_key``)."""
-    _memo[key] = (compiled, module_key)
+def remember(key: MemoKey, compiled: Any, module: Any) -> None:
+    """Memoises ``compiled``, which runs the CompiledModule ``module``."""
+    _memo[key] = (compiled, module)
     if len(_memo) > _MEMO_SIZE:
         del _memo[next(iter(_memo))]
 
 
-def forget(key: Any) -> None:
-    """Drops ``key`` (its entry went stale or away)."""
+def forget(key: MemoKey) -> None:
+    """Drops ``key`` (its module went stale)."""
     _memo.pop(key, None)

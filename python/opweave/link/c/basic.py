@@ -301,27 +301,27 @@ class CLinker(Linker):
             return self._compile(start)[0]
         found = _graph_memo.recall(memo.key)
         if found is not None:
-            if cmodule.entry_is_valid(found[1]):
+            if cmodule.still_current(found[1]):
                 seconds = {"lookup": time.perf_counter() - start}
                 return found[0]._replace(outcome="hit", seconds=seconds)
             _graph_memo.forget(memo.key)
-        place = _graph_index.place(memo.key)
+        place = _graph_index.place(memo.key.parts)
         indexed = None if place is None else self._from_index(place, memo.constants, start)
         if indexed is not None:
-            compiled_graph, module_key = indexed
+            compiled_graph, module = indexed
         else:
-            compiled_graph, module_key = self._compile(start)
+            compiled_graph, module = self._compile(start)
             if not _graph_memo.versioned(self.order()):
                 return compiled_graph
             if place is not None:
-                _graph_index.write(place, compiled_graph, module_key, memo.constants)
-        _graph_memo.remember(memo.key, compiled_graph, module_key)
+                _graph_index.write(place, compiled_graph, module.key, memo.constants)
+        _graph_memo.remember(memo.key, compiled_graph, module)
         return compiled_graph
 
     def _from_index(
         self, place: tuple[Path, str], constants: list[Any], start: float
-    ) -> tuple[CompiledGraph, str] | None:
-        """The graph's module found through the graph index (see
+    ) -> tuple[CompiledGraph, cmodule.CompiledModule] | None:
+        """The graph and its module found through the graph index (see
         :mod:`._graph_index`), with no op asked for code; None when it has
         no valid record."""
         record = _graph_index.read(place)
@@ -348,10 +348,10 @@ class CLinker(Linker):
             seconds,
             node_blocks=record.node_blocks,
         )
-        return graph, record.module_key
+        return graph, compiled
 
-    def _compile(self, start: float) -> tuple[CompiledGraph, str]:
-        """compile() past its memo: the graph and its module's cache key."""
+    def _compile(self, start: float) -> tuple[CompiledGraph, cmodule.CompiledModule]:
+        """compile() past its memo: the graph and its module."""
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         job = self.compile_job(graph.objects, compiler)
@@ -383,7 +383,7 @@ class CLinker(Linker):
             node_blocks=graph.node_blocks,
             orphan_sources=graph.orphan_sources,
         )
-        return compiled_graph, compiled.key
+        return compiled_graph, compiled
 
     def _is_own_node_graph(self) -> bool:
         """Whether the bound graph is the graph of its one node's code (see

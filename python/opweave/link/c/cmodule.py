@@ -55,7 +55,6 @@ __all__ = [
     "CompiledModule",
     "compile_extension",
     "covered_header_dirs",
-    "entry_is_valid",
     "environment_fingerprint",
     "extension_job",
     "get_compiler",
@@ -67,6 +66,7 @@ __all__ = [
     "numpy_abi_key",
     "prelude_request",
     "python_abi_key",
+    "still_current",
     "wait_for_prelude_builds",
     "writable_cache_root",
 ]
@@ -269,6 +269,8 @@ class CompiledModule(NamedTuple):
     seconds: dict[str, float] | None = None
     # When built here from units: each unit's (outcome, compile seconds).
     units: tuple[tuple[str, float], ...] = ()
+    # What it was loaded from (a BuiltModule or an Entry): still_current().
+    origin: Any = None
 
 
 def load_extension(library: str | Path, name: str) -> ModuleType:
@@ -344,7 +346,7 @@ def _load_module(
     }
     units = tuple((unit.outcome, unit.compile_seconds) for unit in built.units)
     return CompiledModule(
-        module, built.library, built.source, built.outcome, built.key, seconds, units
+        module, built.library, built.source, built.outcome, built.key, seconds, units, built
     )
 
 
@@ -484,16 +486,18 @@ def writable_cache_root() -> Path | None:
     return None if cache.read_only else Path(cache.root)
 
 
-def entry_is_valid(key: str) -> bool:
-    """Whether the cache holds the entry ``key``, verified (its files and the
-    headers it was compiled with unchanged): what a module loaded from it
-    earlier in this process must pass before it is used again."""
-    try:
-        cache = get_module_cache()
-    except OpweaveError as error:
-        _log.debug("cannot look up %s: %s", key[:12], error)
+def still_current(compiled: CompiledModule) -> bool:
+    """Whether the module ``compiled``, loaded earlier in this process, may
+    be used again: every header it was compiled with still has its recorded
+    content. Its files were verified when it was loaded, and it has been in
+    memory since, so only its sources can have moved on (a changed header
+    makes it stale: it is compiled again, never served stale)."""
+    if compiled.origin is None:
         return False
-    return _lookup(cache, key) is not None
+    changed = _core.headers_changed(compiled.origin)
+    if changed:
+        _log.info("module %s is stale (%s): compiled again", compiled.key[:12], changed)
+    return not changed
 
 
 def load_entry(key: str, name: str) -> CompiledModule | None:
@@ -516,7 +520,8 @@ def load_entry(key: str, name: str) -> CompiledModule | None:
     cache.note_hit()
     library = Path(entry.file_ending(".so"))
     seconds = {"lookup": loading - start, "compile": 0.0, "load": time.perf_counter() - loading}
-    return CompiledModule(module, library, Path(entry.dir) / "module.cpp", "hit", key, seconds)
+    source = Path(entry.dir) / "module.cpp"
+    return CompiledModule(module, library, source, "hit", key, seconds, origin=entry)
 
 
 def _lookup(cache: _core.ModuleCache, key: str) -> Any:

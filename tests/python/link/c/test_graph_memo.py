@@ -1,11 +1,13 @@
 """The process's memo of compiled graphs (link/c/_graph_memo.py): a second
 function() of an equal graph asks no op for its code again; an edited C file,
-a changed option or a stale cache entry is never served from it."""
+a changed option or an edited header is never served from it."""
 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from opweave.examples.external_vector_times_vector import VectorTimesVector
@@ -84,17 +86,59 @@ def test_an_edited_c_file_is_never_served_stale(tmp_path: Path) -> None:
     np.testing.assert_array_equal(run(), [6.0, 8.0])
 
 
-def test_a_stale_entry_is_compiled_again() -> None:
+class HeaderScale(VectorTimesScalar):
+    """VectorTimesScalar times SCALE, a macro of the header ``scale.h`` in
+    ``header_dir``; counts the calls of its c_code."""
+
+    header_dir = ""
+    calls = 0
+
+    def c_headers(self, **kwargs):
+        return ["scale.h"]
+
+    def c_header_dirs(self, **kwargs):
+        return [self.header_dir]
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        type(self).calls += 1
+        code = super().c_code(node, name, inputs, outputs, sub)
+        return code.replace("y_value);", "y_value * SCALE);")
+
+
+def _scaled(header_dir: Path) -> Any:
+    x, a = dvector("x"), dscalar("a")
+    HeaderScale.header_dir = str(header_dir)
+    return opweave.function([x, a], HeaderScale()(x, a))
+
+
+def test_an_edited_header_is_never_served_stale(tmp_path: Path) -> None:
+    header = tmp_path / "scale.h"
+    header.write_text("#define SCALE 2.0\n")
+    time.sleep(0.05)  # older than the compile: its content is recorded
+    f = _scaled(tmp_path)
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0]), 3.0), [6.0, 12.0])
+    calls = HeaderScale.calls
+    g = _scaled(tmp_path)
+    assert HeaderScale.calls == calls and g.cache_outcome == "hit"  # from the memo
+    header.write_text("#define SCALE 5.0\n")
+    h = _scaled(tmp_path)
+    assert h.cache_outcome == "built"
+    np.testing.assert_array_equal(h(np.array([1.0, 2.0]), 3.0), [15.0, 30.0])
+
+
+def test_an_evicted_entry_is_still_used_from_memory() -> None:
+    """The memo's module is in memory: an entry evicted (or damaged) on disk
+    since it was loaded does not make it stale."""
     inputs, out = _graph()
     f = opweave.function(inputs, out)
     key = next(k for k, (graph, _) in _graph_memo._memo.items() if graph.library == f.library)
-    module_key = _graph_memo.recall(key)[1]
-    assert cmodule.get_module_cache().evict(module_key)
+    module = _graph_memo.recall(key)[1]
+    assert cmodule.get_module_cache().evict(module.key)
     calls = CountingTimesScalar.calls
     inputs, out = _graph()
     g = opweave.function(inputs, out)
-    assert CountingTimesScalar.calls > calls  # asked again: the entry was gone
-    assert g.cache_outcome == "built"
+    assert CountingTimesScalar.calls == calls
+    assert g.cache_outcome == "hit"
     np.testing.assert_array_equal(g(np.array([1.0]), 2.0), [4.0])
 
 

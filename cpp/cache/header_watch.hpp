@@ -1,0 +1,53 @@
+// opweave core (internal): knowing that recorded headers are unchanged
+// without a stat of each, through the kernel's file notifications.
+//
+// Every cache hit checks the headers its entry was compiled with (about two
+// hundred for a module that includes Python's and NumPy's headers), a stat
+// each. A header that matched its record is then watched with inotify: its
+// file (a write, a truncation, new times or links, through any path), each
+// directory of its path (an entry on the way renamed, replaced or removed),
+// and the mount table (/proc/self/mounts signals a mount or an unmount).
+// Until an event about it arrives, a later check of the same record needs
+// no stat: one read of the event queue and one poll of the mount table for
+// all headers. Any doubt means a stat, as without the watch:
+//  - a path with a symbolic link in it, or on a filesystem whose files may
+//    change on another machine (NFS, SMB, FUSE, 9p, ...), is not watched;
+//  - a queue overflow, a watch the kernel drops, a directory on the way
+//    moved, and a forked child (which closes the parent's queue and starts
+//    its own) forget what is known;
+//  - when the kernel refuses a watch (inotify's per-user limits), the header
+//    is checked by stat every time.
+// Not seen: writes through a shared memory mapping, which inotify does not
+// report; compilers and editors do not write headers that way.
+#pragma once
+
+#include <string>
+
+#include "opweave/module_cache.hpp"
+
+namespace opweave::cache {
+
+// The process's watch, held (one check at a time in the process) while
+// this object lives. Events that arrived since the last check are read
+// when it is made.
+class WatchedHeaders {
+public:
+    WatchedHeaders();
+    ~WatchedHeaders();
+    WatchedHeaders(const WatchedHeaders&) = delete;
+    WatchedHeaders& operator=(const WatchedHeaders&) = delete;
+
+    // Whether `header` was checked against this very record, watched, and
+    // nothing has happened to it since.
+    bool known(const HeaderRecord& header) const;
+
+    // Starts watching the path `path` (absolute): call it before the check
+    // whose result verified() records. False when it cannot be watched.
+    bool watch(const std::string& path);
+
+    // Records that `header`, watched, was just found as recorded (its stat,
+    // not following a symbolic link, matched the record).
+    void verified(const HeaderRecord& header);
+};
+
+}  // namespace opweave::cache
