@@ -2,12 +2,7 @@
 units that are compiled (and cached) on their own, in parallel, and linked.
 
 The op structs (:mod:`._node_code`), in order of first use, are cut into
-groups by their content: a group ends after a struct whose hash is a
-multiple of ``_AVERAGE`` (content-defined chunking, as backup tools split
-files), with at least ``_MIN`` and at most ``_MAX`` structs. A cut depends
-only on the structs before it, so an edit changes the unit it falls in (and
-at most the next), never the units before it; units after it come back as
-soon as the cut points line up again.
+groups by their content and weight (:func:`plan_units`).
 
 Each unit holds what its structs need and nothing else: the headers,
 support code and init code of their ops and of their cells' types, the
@@ -29,10 +24,18 @@ __all__ = ["ObjectCode", "plan_units", "unit_spec"]
 
 # Measured on kchainA200/kchainB200 (benchmarks/bench_scaling.py, 2 cores):
 # each unit costs about 40 ms of compiler start-up, so fewer, larger units
-# make a cold compile faster, and smaller ones make an edit cheaper.
-_AVERAGE = 16
-_MIN = 12
+# make a cold compile faster, and smaller ones make an edit cheaper. Units
+# are cut by weight (characters of struct text), since compile time grows
+# with it: the seed tutorial's structs weigh about 1.4 KB, PyTensor's 1 to
+# 80 KB. A unit weighs at least _MIN_WEIGHT, about _AVERAGE_WEIGHT on
+# average (about 16 small structs, or two of PyTensor's), and holds at
+# most _MAX structs.
+_AVERAGE_WEIGHT = 22_000
+_MIN_WEIGHT = 16_000
 _MAX = 20
+# A graph with fewer distinct node codes than the threshold is still cut
+# when its code weighs more than the threshold times this.
+_WEIGHT_PER_CODE = 4_000
 
 
 class ObjectCode(NamedTuple):
@@ -43,28 +46,48 @@ class ObjectCode(NamedTuple):
     init: list[Fragment]
 
 
+def weight(code: StructCode) -> int:
+    """The characters of ``code``'s text (what its compile time grows with)."""
+    fragments = [*code.declaration, *code.body, code.support_apply]
+    return sum(len(text) for text, _ in fragments)
+
+
 def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
-    """The groups of ``codes`` that go to units, or none when the graph has
-    fewer distinct node codes than ``config.cmodule__unit_threshold``.
+    """The groups of ``codes`` that go to units; none when the graph has
+    fewer distinct node codes than ``config.cmodule__unit_threshold`` and
+    weighs less than that many times ``_WEIGHT_PER_CODE``, or when its code
+    would fill only one unit.
+
+    A unit ends after a struct chosen by its own content: its hash, and a
+    chance that grows with its weight (content-defined chunking, as backup
+    tools split files), once the unit weighs ``_MIN_WEIGHT``; or after
+    ``_MAX`` structs. So an edit changes the unit it falls in (and at most
+    the next), never the units before it, and the units after it come back
+    as soon as the cut points line up again.
 
     Structs with per-node state stay in the module: the graph struct holds
     their instances, so the module must see their whole definition, and
     their init code must see the statics their code sees."""
     threshold = config.cmodule__unit_threshold
-    if threshold == 0 or len(codes) < threshold:
+    weights = [weight(code) for code in codes]
+    if threshold == 0 or (len(codes) < threshold and sum(weights) < threshold * _WEIGHT_PER_CODE):
         return []
-    codes = [code for code in codes if not code.struct.stateful]
     groups: list[list[StructCode]] = []
     current: list[StructCode] = []
-    for code in codes:
+    current_weight = 0
+    for code, code_weight in zip(codes, weights, strict=True):
+        if code.struct.stateful:
+            continue
         current.append(code)
-        cut = int(code.struct.name.rsplit("_", 1)[-1], 16) % _AVERAGE == 0
-        if len(current) >= _MAX or (cut and len(current) >= _MIN):
+        current_weight += code_weight
+        draw = int(code.struct.name.rsplit("_", 1)[-1], 16) % _AVERAGE_WEIGHT
+        cut = draw < code_weight and current_weight >= _MIN_WEIGHT
+        if cut or len(current) >= _MAX:
             groups.append(current)
-            current = []
+            current, current_weight = [], 0
     if current:
         groups.append(current)
-    return groups
+    return groups if len(groups) >= 2 else []
 
 
 def unit_spec(

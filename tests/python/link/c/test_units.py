@@ -72,6 +72,41 @@ def test_a_graph_in_units_matches_one_unit() -> None:
     assert in_units.library != whole.library
 
 
+class HeavyAddScaled(AddScaled):
+    """AddScaled whose node code carries ``kilobytes`` KB of text (a comment),
+    as PyTensor's ops carry 5 to 80 KB."""
+
+    __props__ = ("k", "kilobytes")
+
+    def __init__(self, k: float, kilobytes: int) -> None:
+        super().__init__(k)
+        self.kilobytes = kilobytes
+
+    def c_code(self, node, name, inp, out, sub):
+        padding = "/* " + "weight " * (self.kilobytes * 1024 // 7) + "*/\n"
+        return padding + super().c_code(node, name, inp, out, sub)
+
+    def c_code_cache_version(self):
+        return (1,)
+
+
+def test_few_heavy_codes_are_cut_into_units_and_few_light_ones_are_not() -> None:
+    x, y = dvector("x"), dvector("y")
+    args = [values(5), values(5, seed=2)]
+    for kilobytes, cut in [(40, True), (1, False)]:
+        out = x
+        for k in range(4):  # 4 distinct codes, far below the threshold of 24
+            out = HeavyAddScaled(0.5 + k, kilobytes)(out, y)
+        spec = unit_spec_of([x, y], [out])
+        assert ("units" in spec and len(spec["units"]) >= 2) == cut
+        f = function([x, y], out)
+        want = args[0]
+        for k in range(4):
+            want = want * (0.5 + k) + args[1]
+        np.testing.assert_allclose(f(*args), want, rtol=1e-12)
+        assert (f.compile_profile["modules"][0]["units_compiled"] >= 2) == cut
+
+
 def test_units_hold_the_node_code_and_the_module_only_declares_it() -> None:
     inputs, outputs = mixed_graph(40)
     with opweave.config.change_flags(cmodule__unit_threshold=8):
