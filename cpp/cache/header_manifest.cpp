@@ -43,6 +43,13 @@ bool is_racy(const struct stat& st, std::int64_t compile_start_ns, std::int64_t 
     return changed_since(st, compile_start_ns);
 }
 
+// Whether `path` names a regular file itself, not through a symbolic link
+// (what a watch on it follows).
+bool is_plain_file(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 // One dependency token of a rule line, unescaped; `i` moves past it.
 std::string next_token(std::string_view line, std::size_t& i) {
     std::string token;
@@ -75,6 +82,38 @@ std::size_t rule_colon(std::string_view line) {
         }
     }
     return std::string_view::npos;
+}
+
+// The record of the header at `path`, watched first.
+HeaderRecord record_header(const std::string& path, WatchedHeaders& watched,
+                           std::int64_t compile_start_ns, std::int64_t recorded_ns) {
+    HeaderRecord record;
+    record.path = path;
+    const bool watching = watched.watch(record.path, WatchedHeaders::When::at_once);
+    // Non-blocking: a FIFO (or a device) at a header's path must not hang
+    // the build; it is no regular file, so it gets no hash.
+    util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    struct stat st {};
+    if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return record;  // no hash: rebuilt next time
+    }
+    record.size = static_cast<std::uint64_t>(st.st_size);
+    record.mtime_ns = ns_of(st.st_mtim);
+    record.ctime_ns = ns_of(st.st_ctim);
+    if (!is_racy(st, compile_start_ns, recorded_ns)) {
+        record.sha256 = file_sha256(file.get(), st).value_or("");
+        // Changed while we hashed it: the hash may not be of the recorded
+        // version (nor of what the compiler read).
+        struct stat after {};
+        if (::fstat(file.get(), &after) != 0 || after.st_size != st.st_size ||
+            ns_of(after.st_mtim) != record.mtime_ns || ns_of(after.st_ctim) != record.ctime_ns) {
+            record.sha256.clear();
+        }
+    }
+    if (watching && !record.sha256.empty() && is_plain_file(record.path)) {
+        watched.verified(record);
+    }
+    return record;
 }
 
 }  // namespace
@@ -132,6 +171,10 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
     ::clock_gettime(CLOCK_REALTIME, &now);
     const std::int64_t recorded_ns = ns_of(now);
 
+    // Each header is watched before its stat, as a check would watch it
+    // (header_watch.hpp): the first check of the new entry in this process
+    // then needs no stat either.
+    WatchedHeaders watched;
     std::vector<HeaderRecord> records;
     std::set<std::string> seen;
     for (const std::string& dependency : dependencies) {
@@ -146,30 +189,7 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
             !seen.insert(path.string()).second) {
             continue;
         }
-        HeaderRecord record;
-        record.path = path.string();
-        // Non-blocking: a FIFO (or a device) at a header's path must not hang
-        // the build; it is no regular file, so it gets no hash.
-        util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-        struct stat st {};
-        if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-            records.push_back(std::move(record));  // no hash: rebuilt next time
-            continue;
-        }
-        record.size = static_cast<std::uint64_t>(st.st_size);
-        record.mtime_ns = ns_of(st.st_mtim);
-        record.ctime_ns = ns_of(st.st_ctim);
-        if (!is_racy(st, compile_start_ns, recorded_ns)) {
-            record.sha256 = file_sha256(file.get(), st).value_or("");
-            // Changed while we hashed it: the hash may not be of the recorded
-            // version (nor of what the compiler read).
-            struct stat after {};
-            if (::fstat(file.get(), &after) != 0 || after.st_size != st.st_size ||
-                ns_of(after.st_mtim) != record.mtime_ns || ns_of(after.st_ctim) != record.ctime_ns) {
-                record.sha256.clear();
-            }
-        }
-        records.push_back(std::move(record));
+        records.push_back(record_header(path.string(), watched, compile_start_ns, recorded_ns));
     }
     return records;
 }
@@ -222,7 +242,7 @@ std::string check_headers(const std::vector<HeaderRecord>& headers, Memo memo) {
             continue;
         }
         // Watched before its stat, so that no change after the stat is missed.
-        bool watching = watched && watched->watch(header.path);
+        bool watching = watched && watched->watch(header.path, WatchedHeaders::When::seen_again);
         struct stat st {};
         if (!dirs.stat(header.path, st, watching)) {
             return "header " + header.path + " is gone";

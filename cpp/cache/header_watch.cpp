@@ -23,6 +23,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "util/fd.hpp"
 #include "util/fork_guard.hpp"
@@ -74,6 +75,7 @@ struct State {
     util::Fd queue;    // inotify, non-blocking
     util::Fd mounts;   // /proc/self/mounts, polled for mount table changes
     std::unordered_map<std::string, Known> known;  // header path -> what it was found to be
+    std::unordered_set<std::string> seen;          // paths asked about once (When::seen_again)
     std::unordered_map<std::string, int> dirs;     // directory -> its watch, -1: not watchable
     std::unordered_map<int, std::set<std::string>> names;  // directory watch -> names on paths
     std::set<int> files;                                   // header file watches
@@ -101,6 +103,7 @@ void close_registered(util::Fd& fd) {
 // Forgets everything, and closes the queue (the kernel drops its watches).
 void start_over(State& s) {
     s.known.clear();
+    s.seen.clear();
     s.dirs.clear();
     s.names.clear();
     s.files.clear();
@@ -253,8 +256,11 @@ bool WatchedHeaders::known(const HeaderRecord& header) const {
     return found != s.known.end() && found->second.matches(header);
 }
 
-bool WatchedHeaders::watch(const std::string& path) {
+bool WatchedHeaders::watch(const std::string& path, When when) {
     State& s = state();
+    if (when == When::seen_again && s.seen.insert(path).second) {
+        return false;
+    }
     const std::size_t slash = path.rfind('/');
     if (slash == std::string::npos || slash + 1 == path.size() || !open_queue(s)) {
         return false;

@@ -3,7 +3,8 @@
 //
 // Every cache hit checks the headers its entry was compiled with (about two
 // hundred for a module that includes Python's and NumPy's headers), a stat
-// each. A header that matched its record is then watched with inotify: its
+// each. A header recorded by a compile, or found as recorded by a second
+// check in the process, is then watched with inotify: its
 // file (a write, a truncation, new times or links, through any path), each
 // directory of its path (an entry on the way renamed, replaced or removed),
 // and the mount table (/proc/self/mounts signals a mount or an unmount).
@@ -41,9 +42,16 @@ public:
     // nothing has happened to it since.
     bool known(const HeaderRecord& header) const;
 
-    // Starts watching the path `path` (absolute): call it before the check
-    // whose result verified() records. False when it cannot be watched.
-    bool watch(const std::string& path);
+    // When watch() watches a path: at once (after a compile, when the
+    // headers are read anyway), or the second time it is asked about the
+    // path (a lookup: a process that looks an entry up once, as a fresh
+    // process on a hit does, does not pay for the watch).
+    enum class When { at_once, seen_again };
+
+    // Starts watching the path `path` (absolute), `when` says when: call it
+    // before the check whose result verified() records. False when it
+    // is not watched (not yet, or it cannot be).
+    bool watch(const std::string& path, When when);
 
     // Records that `header`, watched, was just found as recorded (its stat,
     // not following a symbolic link, matched the record).

@@ -210,6 +210,20 @@ def _show_warnings() -> None:
         log.addHandler(handler)
 
 
+def _graph_records(cache: Any, keep_live: bool) -> str:
+    """Sweeps the graph index of ``cache`` (every record, or with
+    ``keep_live`` those whose module is still in the cache); the count, as
+    the end of a message."""
+    from pathlib import Path
+
+    from opweave.link.c import _graph_index
+
+    if cache.read_only:
+        return ""
+    live = (lambda key: Path(cache.entry_dir(key)).is_dir()) if keep_live else None
+    return f", and {_graph_index.sweep(Path(cache.root), live)} graph records"
+
+
 def _run(args: argparse.Namespace) -> int:
     from opweave.link.c.cmodule import get_module_cache
 
@@ -223,11 +237,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "verify":
         return _verify(cache, args.repair, args.json)
     if args.action == "clear":
-        print(f"removed {cache.clear()} entries from {cache.root}")
+        removed = cache.clear()
+        records = _graph_records(cache, keep_live=False)
+        print(f"removed {removed} entries from {cache.root}{records}")
     elif args.action == "prune":
         older_than = args.older_than * 86400 if args.older_than is not None else None
         result = cache.prune(max_total_bytes=args.max_size, older_than=older_than)
-        print(f"removed {result.removed} entries, freed {_format_bytes(result.freed_bytes)}")
+        freed = _format_bytes(result.freed_bytes)
+        print(f"removed {result.removed} entries, freed {freed}{_graph_records(cache, True)}")
     elif args.action == "sweep":
         print(f"removed {cache.sweep()} leftovers of interrupted builds")
     return 0

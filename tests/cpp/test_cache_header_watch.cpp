@@ -18,6 +18,7 @@
 #include "cache/header_manifest.hpp"
 #include "cache/header_watch.hpp"
 #include "check.hpp"
+#include "util/fd.hpp"
 #include "temp_dir.hpp"
 
 using namespace opweave;
@@ -39,6 +40,21 @@ HeaderRecord recorded(const fs::path& path, const std::string& text) {
         cache::record_headers({path.string()}, filter, cache::filesystem_now_ns());
     CHECK_EQ(records.size(), 1u);
     return records.at(0);
+}
+
+// `path` written with `text` and recorded by hand: not watched yet.
+HeaderRecord unwatched(const fs::path& path, const std::string& text) {
+    std::ofstream(path) << text;
+    HeaderRecord record;
+    record.path = path.string();
+    struct stat st {};
+    CHECK_EQ(::stat(record.path.c_str(), &st), 0);
+    record.size = static_cast<std::uint64_t>(st.st_size);
+    record.mtime_ns = cache::ns_of(st.st_mtim);
+    record.ctime_ns = cache::ns_of(st.st_ctim);
+    const util::Fd fd(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC));
+    record.sha256 = cache::file_sha256(fd.get(), st, cache::Memo::bypass).value_or("");
+    return record;
 }
 
 bool known(const HeaderRecord& header) { return cache::WatchedHeaders().known(header); }
@@ -123,10 +139,26 @@ OPWEAVE_TEST(a_path_through_a_symbolic_link_is_never_watched) {
     CHECK(!known(to_file));
 }
 
-OPWEAVE_TEST(a_check_that_bypasses_the_memo_watches_nothing) {
+OPWEAVE_TEST(a_lookup_watches_from_its_second_check_and_a_bypass_never) {
     TempDir dir;
-    const HeaderRecord header = recorded(dir / "i.h", "#define I 1\n");
+    const HeaderRecord header = unwatched(dir / "i.h", "#define I 1\n");
+    CHECK(!known(header));
     CHECK_EQ(cache::check_headers({header}, cache::Memo::bypass), std::string());
+    CHECK_EQ(cache::check_headers({header}, cache::Memo::bypass), std::string());
+    CHECK(!known(header));
+    // A lookup watches a header the second time it checks it (a process
+    // that looks an entry up once does not pay for the watch).
+    CHECK_EQ(cache::check_headers({header}, cache::Memo::use), std::string());
+    CHECK(!known(header));
+    CHECK_EQ(cache::check_headers({header}, cache::Memo::use), std::string());
+    CHECK(known(header));
+}
+
+OPWEAVE_TEST(a_header_recorded_after_a_compile_is_known_at_once) {
+    TempDir dir;
+    const HeaderRecord header = recorded(dir / "k.h", "#define K 1\n");
+    CHECK(known(header));  // its first check needs no stat
+    std::ofstream(dir / "k.h", std::ios::app) << "#define L 2\n";
     CHECK(!known(header));
 }
 

@@ -20,7 +20,9 @@ what it writes, as the cache does); a record that cannot be trusted, read or
 parsed is ignored (logged at DEBUG: the cache warns about its own root), the
 graph is compiled as usual, and its record written again. The
 module it names is used only once the cache has verified its entry, so a
-changed header still means a rebuild.
+changed header still means a rebuild. ``opweave cache prune`` removes the
+records whose module is no longer cached, and ``opweave cache clear`` all of
+them (:func:`sweep`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,7 +44,7 @@ from opweave.link.c._march import march_flags
 from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
 from opweave.link.c.spec import params_value
 
-__all__ = ["Record", "index_name", "orphans", "place", "read", "write"]
+__all__ = ["Record", "index_name", "orphans", "place", "read", "sweep", "write"]
 
 _log = logging.getLogger(__name__)
 _FORMAT = 1
@@ -224,3 +226,44 @@ def _private_dir(directory: Path) -> None:
     if stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid():
         if stat.S_IMODE(status.st_mode) != 0o700:
             os.chmod(directory, 0o700)
+
+
+def sweep(root: Path, keep: Callable[[str], bool] | None = None) -> int:
+    """Removes the records of the index under the cache root ``root`` whose
+    module key ``keep`` rejects (every record when ``keep`` is None), and
+    whatever else is there but a record that reads; returns how many files
+    went. Only directories private to this user are swept, and no link is
+    followed (``opweave cache clear`` and ``prune``)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    removed = 0
+    try:
+        top = os.open(Path(root) / "graphs", flags)
+    except OSError:
+        return 0
+    try:
+        if not _trusted(os.fstat(top)):
+            return 0
+        for shard in os.scandir(top):
+            with contextlib.suppress(OSError):
+                fd = os.open(shard.name, flags, dir_fd=top)
+                try:
+                    if _trusted(os.fstat(fd)):
+                        removed += _sweep_shard(root, fd, keep)
+                finally:
+                    os.close(fd)
+    finally:
+        os.close(top)
+    return removed
+
+
+def _sweep_shard(root: Path, shard: int, keep: Callable[[str], bool] | None) -> int:
+    removed = 0
+    for entry in os.scandir(shard):
+        if keep is not None:
+            record = read((root, entry.name))
+            if record is not None and keep(record.module_key):
+                continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.name, dir_fd=shard)
+            removed += 1
+    return removed

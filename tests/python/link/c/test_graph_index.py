@@ -182,6 +182,38 @@ def test_a_record_others_can_write_is_not_trusted(project: Path) -> None:
     assert found["value"] == [19.0, 25.0] and "c_code" in hooks
 
 
+def _cache_cli(project: Path, *args: str) -> str:
+    env = dict(os.environ, OPWEAVE_FLAGS=f"compiledir={project / 'cache'}")
+    done = subprocess.run(
+        [sys.executable, "-m", "opweave", "cache", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_prune_removes_the_records_of_pruned_modules_and_clear_all(project: Path) -> None:
+    _run(project)
+    (record,) = _records(project)
+    stray = record.with_name(record.name + ".123.4.tmp")
+    stray.write_text("left by a killed writer")
+    out = _cache_cli(project, "prune", "--max-size", "10G")
+    assert "removed 0 entries" in out and ", and 1 graph records" in out
+    assert _records(project) == [record]  # its module is still cached
+    out = _cache_cli(project, "prune", "--max-size", "0")  # its module goes
+    assert ", and 1 graph records" in out and _records(project) == []
+    _run(project)
+    out = _cache_cli(project, "clear")
+    assert ", and 1 graph records" in out and _records(project) == []
+    found, hooks = _run(project)  # compiled again, and recorded again
+    assert found == {"value": [19.0, 25.0], "outcome": "built"} and "c_code" in hooks
+    assert len(_records(project)) == 1
+
+
 def test_an_op_without_a_version_is_not_indexed(project: Path) -> None:
     (project / "index_ops.py").write_text(OPS.replace("return (1,)", "return ()"))
     found, _ = _run(project)
