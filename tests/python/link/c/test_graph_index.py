@@ -95,16 +95,17 @@ def _run(project: Path, flags: str = "") -> tuple[dict[str, object], list[str]]:
     env["INDEX_LOG"] = str(log)
     env["PYTHONPATH"] = os.pathsep.join([str(project), env.get("PYTHONPATH", "")])
     env["OPWEAVE_FLAGS"] = ",".join(filter(None, [f"compiledir={project / 'cache'}", flags]))
+    out = _succeeded([sys.executable, str(project / "run.py")], env)
+    return json.loads(out.strip().splitlines()[-1]), log.read_text().split()
+
+
+def _succeeded(command: list[str], env: dict[str, str]) -> str:
+    """The output of ``command``, run with ``env``, which must succeed."""
     done = subprocess.run(
-        [sys.executable, str(project / "run.py")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        command, env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]), log.read_text().split()
+    return done.stdout
 
 
 def _records(project: Path) -> list[Path]:
@@ -184,16 +185,7 @@ def test_a_record_others_can_write_is_not_trusted(project: Path) -> None:
 
 def _cache_cli(project: Path, *args: str) -> str:
     env = dict(os.environ, OPWEAVE_FLAGS=f"compiledir={project / 'cache'}")
-    done = subprocess.run(
-        [sys.executable, "-m", "opweave", "cache", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return _succeeded([sys.executable, "-m", "opweave", "cache", *args], env)
 
 
 def test_prune_removes_the_records_of_pruned_modules_and_clear_all(project: Path) -> None:
