@@ -16,7 +16,9 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
+
+from opweave._namedtuple import NamedTuple
 
 __all__ = [
     "SANITIZERS",

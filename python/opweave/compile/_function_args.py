@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.compile.io import In, input_variable, output_variable
 from opweave.compile.sharedvalue import SharedVariable
 from opweave.configparser import config

@@ -14,9 +14,10 @@ the shared variables pickled as they were, values included.
 from __future__ import annotations
 
 import copyreg
-from typing import Any, NamedTuple
+from typing import Any
 
 from opweave import _core
+from opweave._namedtuple import NamedTuple
 from opweave.link.callable import InputBinding
 
 __all__ = ["FunctionMaker", "FunctionRecipe", "stateful_function"]

@@ -25,8 +25,9 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Collection, Sequence
-from typing import NamedTuple, cast
+from typing import cast
 
+from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply, Constant, Variable, io_toposort, is_constant, make_apply
 from opweave.graph.destroy import alias_root, destroy_orderings
 from opweave.graph.destroy import view_root as destroyed_root

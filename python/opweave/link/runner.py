@@ -15,8 +15,9 @@ constants and the helpers are passed in its namespace.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding, note_failed_node

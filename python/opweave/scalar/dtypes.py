@@ -10,10 +10,11 @@ precision. Both :mod:`opweave.scalar` and :mod:`opweave.tensor` use them.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 
 __all__ = [

@@ -21,9 +21,8 @@ failed. Its failure ids are those of the one-node graph: input ``p`` is
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from opweave import _core
+from opweave._namedtuple import NamedTuple
 from opweave.link.c._node_code import OpStruct
 
 __all__ = ["SHARED_STATE", "NodePlan", "cell_helpers", "export_text", "node_block"]

@@ -36,8 +36,9 @@ import stat
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.graph.op import op_label
 from opweave.link.c import cmodule
 from opweave.link.c._march import march_flags

@@ -22,8 +22,9 @@ the compile directory's index, for hits in other processes
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply, is_constant
 from opweave.link.c._node_keys import MISSING, constant_signature, memo_snapshot, signature
 from opweave.link.c.hooks import call_optional_hook, declares_version

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells, Fragment, Fragmenter, code_hash, step_function

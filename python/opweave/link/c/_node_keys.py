@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph

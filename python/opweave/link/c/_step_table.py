@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from opweave import _core
+from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding, note_failed_node

@@ -14,8 +14,9 @@ text does not depend on the rest of the graph.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.link.c._cells import Fragment
 from opweave.link.c._node_code import StructCode

@@ -14,11 +14,12 @@ import shlex
 import time
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from opweave import _core
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply, graph_variables, is_constant

@@ -35,9 +35,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 from opweave import _core
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.errors import CacheError, LockTimeout, MissingGXX, OpweaveError
 from opweave.link.c import _prelude

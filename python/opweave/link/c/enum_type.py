@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.link.c.type import CType
 

@@ -19,9 +19,11 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
+
+from opweave._namedtuple import NamedTuple
 
 __all__ = [
     "SECTION_TAGS",

@@ -22,8 +22,9 @@ is what a failure reports: ``block_names`` says what it runs.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import (
     Apply,

@@ -35,7 +35,7 @@ def test_native_is_expanded_once_and_kept_on_disk() -> None:
         assert flags[0].startswith("-march=") and flags[0] != "-march=native"
         assert len(flags) > 1  # the feature flags that go with the CPU
         [memo] = (Path(config.compiledir) / "march").iterdir()
-        assert memo.read_text().split() == flags
+        assert memo.read_text().splitlines() == flags
         memo.write_text("-march=from-the-disk-memo")
         _march.expand_native.cache_clear()
         try:
