@@ -1,6 +1,9 @@
 // A minimal test harness for opweave's C++ unit tests: register test
-// functions with OPWEAVE_TEST, assert with CHECK / CHECK_EQ / CHECK_THROWS_AS.
-// check_main.cpp runs every registered test and exits non-zero on a failure.
+// functions with OPWEAVE_TEST, assert with CHECK / CHECK_EQ / CHECK_THROWS_AS,
+// and end a test that cannot run here with SKIP("why"). check_main.cpp runs
+// every registered test and exits non-zero on a failure; a program whose
+// tests all skipped exits with k_skip_exit_code, which ctest reports as
+// skipped (tests/cpp/CMakeLists.txt).
 #pragma once
 
 #include <functional>
@@ -18,6 +21,13 @@ struct TestCase {
 
 std::vector<TestCase>& registry();
 void record_failure(const char* file, int line, const std::string& message);
+
+// Thrown by SKIP: the test cannot run on this machine, for `reason`.
+struct Skipped {
+    std::string reason;
+};
+
+constexpr int k_skip_exit_code = 77;
 
 struct Registrar {
     Registrar(const char* name, std::function<void()> body) {
@@ -54,6 +64,8 @@ void check_eq(const A& actual, const E& expected, const char* file, int line,
     static void name();                                                           \
     static const ::opweave_test::Registrar opweave_registrar_##name(#name, name); \
     static void name()
+
+#define SKIP(reason) throw ::opweave_test::Skipped{(reason)}
 
 #define CHECK(condition)                                                              \
     do {                                                                              \

@@ -199,8 +199,7 @@ OPWEAVE_TEST(real_gcc_uses_the_prelude) {
     ModuleCache cache(cache_options(dir));
     const SystemCompiler compiler;
     if (!supports_prelude(compiler)) {
-        std::cout << "  (skipped: " << compiler.identity().path << " is not GCC)\n";
-        return;
+        SKIP(compiler.identity().path + " is not GCC");
     }
     CompileJob job;
     job.flags = {"-DOPWEAVE_PROBE=1", "-Wno-unused-variable"};
