@@ -251,7 +251,7 @@ void init_module_cache(py::module_& m) {
                  py::gil_scoped_release release;
                  return std::make_unique<ModuleCache>(options);
              }),
-             py::arg("root") = py::none(), py::arg("lock_timeout") = 1800.0,
+             py::arg("root") = py::none(), py::arg("lock_timeout") = CacheOptions{}.lock_timeout_seconds,
              py::arg("max_total_bytes") = py::none(), py::arg("compile_jobs") = 0,
              py::arg("read_only") = false,
              py::arg("shared_roots") = std::vector<std::filesystem::path>{},

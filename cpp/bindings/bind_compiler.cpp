@@ -69,7 +69,7 @@ void init_system_compiler(py::module_& m) {
                  py::gil_scoped_release release;
                  return std::make_unique<SystemCompiler>(options);
              }),
-             py::arg("cxx") = "", py::arg("launcher") = "", py::arg("timeout") = 600.0)
+             py::arg("cxx") = "", py::arg("launcher") = "", py::arg("timeout") = CompilerOptions{}.timeout_seconds)
         .def_property_readonly(
             "identity",
             [](const SystemCompiler& compiler) {

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from opweave.graph.op import Op
     from opweave.graph.type import Type
 
+    __version__: str
+
 __all__ = [
     "Apply",
     "CacheError",
@@ -50,8 +52,6 @@ __all__ = [
     "get_include",
     "shared",
 ]
-
-__version__ = "0.1.0"
 
 
 _SUBPACKAGES = ("compile", "gof", "graph", "link", "scalar", "tensor")
@@ -78,6 +78,8 @@ def __getattr__(name: str) -> object:
 
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "__version__":  # written once, in include/opweave/version.hpp
+        return importlib.import_module("opweave._core").__version__
     if name in _SUBPACKAGES:
         return importlib.import_module(f"opweave.{name}")
     raise AttributeError(f"module 'opweave' has no attribute {name!r}")

@@ -19,7 +19,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'headers_changed', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'DEFAULT_LOCK_TIMEOUT', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'headers_changed', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -1025,6 +1025,8 @@ def unit_key(unit: TranslationUnit, compiler: Compiler, job: CompileJob, extra: 
     The cache key of `unit` compiled for a module with `job` and `extra`.
     """
 CACHE_FORMAT_VERSION: int = 2
+DEFAULT_LOCK_TIMEOUT: float  # CacheOptions::lock_timeout_seconds
 GRAPH_LAYOUT_VERSION: int = 2
 GRAPH_MODULE_NAME: str = 'opweave_graph'
 MODULE_LAYOUT_VERSION: int = 2
+__version__: str  # include/opweave/version.hpp

@@ -9,10 +9,33 @@ from opweave.configparser import OpweaveConfig
 
 
 def test_flags_are_parsed_and_typed() -> None:
-    config = OpweaveConfig("compiledir=/tmp/x, cxx=g++ ,compile__timeout=12.5")
+    config = OpweaveConfig("compiledir=/tmp/x, cxx=g++ ,cache__lock_timeout=12.5")
     assert config.compiledir == "/tmp/x"
     assert config.cxx == "g++"
-    assert config.compile__timeout == 12.5
+    assert config.cache__lock_timeout == 12.5
+
+
+def test_pytensor_spelling_of_an_option_is_the_same_option_and_silent() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = OpweaveConfig("compile__timeout=7")
+        assert config.cache__lock_timeout == config.compile__timeout == 7.0
+        assert config.is_set("cache__lock_timeout") and config.is_set("compile__timeout")
+        config.compile__timeout = 9
+        assert config.cache__lock_timeout == 9.0
+        with config.change_flags(compile__timeout=3):
+            assert config.cache__lock_timeout == 3.0
+        assert config.cache__lock_timeout == 9.0
+
+
+def test_the_lock_timeout_defaults_to_the_cores() -> None:
+    from opweave import _core
+
+    assert OpweaveConfig().cache__lock_timeout == _core.DEFAULT_LOCK_TIMEOUT == 1800.0
+    cache_arguments = _core.ModuleCache.__init__.__doc__ or ""
+    assert "lock_timeout: typing.SupportsFloat | typing.SupportsIndex = 1800.0" in cache_arguments
 
 
 def test_unknown_flag_warns_and_names_known_options() -> None:
@@ -21,16 +44,16 @@ def test_unknown_flag_warns_and_names_known_options() -> None:
 
 
 def test_bad_flags_warn_and_keep_the_defaults() -> None:
-    with pytest.warns(UserWarning, match="compile__timeout.*keeps its default"):
-        config = OpweaveConfig("compile__timeout=-1,cxx=clang++")
-    assert config.compile__timeout == 1800.0 and config.cxx == "clang++"
+    with pytest.warns(UserWarning, match="cache__lock_timeout.*keeps its default"):
+        config = OpweaveConfig("cache__lock_timeout=-1,cxx=clang++")
+    assert config.cache__lock_timeout == 1800.0 and config.cxx == "clang++"
     with pytest.warns(UserWarning, match=r"expected name=value, got 'compiledir'.*\\,"):
         OpweaveConfig("compiledir")
 
 
 def test_bad_values_set_at_run_time_raise() -> None:
     config = OpweaveConfig()
-    with pytest.raises(ValueError, match="compile__timeout"):
+    with pytest.raises(ValueError, match="cache__lock_timeout"):
         config.compile__timeout = -1
     with pytest.raises(AttributeError, match="no configuration option"):
         config.no_such_option = 1

@@ -18,23 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from opweave.configparser import MODE_NAMES
+
 __all__ = ["Mode", "get_default_mode", "get_mode", "known_mode_names"]
 
 _LINKERS = ("c", "c|py", "py")
-_NAMED = {
-    "C": "c",
-    "c": "c",
-    "FAST_RUN": "c",
-    "py": "py",
-    "PY": "py",
-    "FAST_COMPILE": "py",
-    "c|py": "c|py",
-    "CVM": "c|py",
-    "cvm": "c|py",
-    "C_VM": "c|py",
-    "vm": "c|py",
-}
-_DEBUG = ("DebugMode", "DEBUG_MODE")
+_NAMED = {name: linker for name, linker in MODE_NAMES.items() if linker != "debug"}
+_DEBUG = tuple(name for name, linker in MODE_NAMES.items() if linker == "debug")
 
 
 class Mode:
