@@ -21,11 +21,14 @@ failed. Its failure ids are those of the one-node graph: input ``p`` is
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.link.c._node_code import OpStruct
 
-__all__ = ["SHARED_STATE", "NodePlan", "cell_helpers", "export_text", "node_block"]
+__all__ = ["SHARED_STATE", "NodePlan", "cell_helpers", "export_text", "node_block", "plan_node"]
 
 
 class NodePlan(NamedTuple):
@@ -37,6 +40,37 @@ class NodePlan(NamedTuple):
     struct: OpStruct  # the node's code
     run_args: list[str]  # the struct's run() arguments: i<k>, r<j>, s->o<m>
     init_args: str  # its init() argument (the params), when it has state
+
+
+def plan_node(
+    struct: OpStruct,
+    run_inputs: Sequence[Any],
+    n_outputs: int,
+    params: Any,
+    *,
+    graph: tuple[Sequence[Any], Sequence[Any]],
+    orphans: Sequence[Any],
+    cell_of: Mapping[int, str],
+) -> NodePlan:
+    """The plan of a one-node graph's export: its node's ``struct`` runs on
+    ``run_inputs`` (its inputs but literals), its ``n_outputs`` outputs and
+    its ``params`` (a variable, or None), each a graph input or an orphan;
+    ``graph`` holds the graph's inputs and outputs, ``orphans`` its orphans
+    in order, and ``cell_of`` the cell struct of each variable, by id."""
+    inputs, outputs = graph
+    position = {id(v): f"i{k}" for k, v in enumerate(inputs)}
+    position.update((id(v), f"s->o{m}") for m, v in enumerate(orphans))
+    run_args = [position[id(v)] for v in run_inputs]
+    run_args += [f"r{k}" for k in range(n_outputs)]
+    run_args += [] if params is None else [position[id(params)]]
+    return NodePlan(
+        [cell_of[id(v)] for v in inputs],
+        [cell_of[id(v)] for v in outputs],
+        [cell_of[id(v)] for v in orphans],
+        struct,
+        run_args,
+        "" if params is None else position[id(params)],
+    )
 
 
 def node_block(plan: NodePlan) -> int:

@@ -34,18 +34,21 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.graph.op import op_label
 from opweave.link.c import cmodule
+from opweave.link.c._graph_records import CompiledGraph
 from opweave.link.c._march import march_flags
+from opweave.link.c._node_params import params_value
 from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
-from opweave.link.c.spec import params_value
 
-__all__ = ["Record", "index_name", "orphans", "place", "read", "sweep", "write"]
+__all__ = ["Record", "index_name", "load", "orphans", "place", "read", "sweep", "write"]
 
 _log = logging.getLogger(__name__)
 _FORMAT = 1
@@ -110,6 +113,40 @@ def orphans(record: Record, constants: list[Any], nodes: Sequence[Any]) -> list[
         else:
             return None
     return found
+
+
+def load(
+    place: tuple[Path, str], constants: list[Any], nodes: Sequence[Any], start: float
+) -> tuple[CompiledGraph, cmodule.CompiledModule] | None:
+    """The graph filed at ``place`` and its module, with no op asked for
+    code: its orphans from the graph's ``constants`` and ``nodes`` (in the
+    order they run); None when it has no valid record. ``start``: when the
+    lookup began (its seconds)."""
+    record = read(place)
+    found = None if record is None else orphans(record, constants, nodes)
+    if record is None or found is None:
+        return None
+    compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
+    if compiled is None:
+        return None
+    try:  # the module takes these orphans (their number and types)
+        _core.Function(module=compiled.module, orphans=found)
+    except (TypeError, ValueError) as error:
+        _log.warning("graph record %s does not fit its module (%s): ignored", place[1], error)
+        return None
+    seconds = {"lookup": time.perf_counter() - start}
+    graph = CompiledGraph(
+        compiled.module,
+        str(compiled.library),
+        str(compiled.source),
+        "hit",
+        found,
+        record.block_names,
+        record.output_blocks,
+        seconds,
+        node_blocks=record.node_blocks,
+    )
+    return graph, compiled
 
 
 def _record(compiled: Any, module_key: str, constants: list[Any]) -> Record | None:

@@ -33,7 +33,7 @@ from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells, Fragment, Fragmenter, code_hash, step_function
 from opweave.link.c.hooks import call_hook, call_optional_hook
 
-__all__ = ["MissingCCode", "NodeStructs", "OpStruct"]
+__all__ = ["MissingCCode", "NodeStructs", "OpStruct", "first_positions"]
 
 PLACEHOLDER = "opweave_node"
 PARAMS = "V_params"
@@ -96,6 +96,12 @@ def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{what} must return a string, got {type(value).__name__}")
     return value
+
+
+def first_positions(variables: Sequence[Any]) -> list[int]:
+    """Per variable, the position where the same variable first appears."""
+    first: dict[int, int] = {}
+    return [first.setdefault(id(v), k) for k, v in enumerate(variables)]
 
 
 class NodeStructs:

@@ -41,7 +41,7 @@ from opweave.configparser import config
 from opweave.errors import CacheError, OpweaveError
 from opweave.link.c import _entry_pack, _resp
 
-__all__ = ["fetch", "remote_name", "shown_url", "store"]
+__all__ = ["fetch", "fetch_on_miss", "remote_name", "shown_url", "store", "store_built"]
 
 _log = logging.getLogger("opweave")
 
@@ -210,3 +210,17 @@ def store(entry: Any) -> None:
         client.set(remote_name(entry.key), data)
     except Exception as error:
         _failed("store an entry", error)
+
+
+def fetch_on_miss(cache: Any, key: str) -> None:
+    """On a local miss of ``key``, its entry from the remote tier, published
+    in ``cache`` (verified), so that the build that follows is a hit."""
+    if cache.lookup(key) is None:
+        fetch(cache, key)
+
+
+def store_built(cache: Any, key: str) -> None:
+    """Stores the entry ``key`` that ``cache`` just built in the remote tier."""
+    entry = cache.lookup(key)
+    if entry is not None:  # else evicted at once (a tiny cache__max_size)
+        store(entry)

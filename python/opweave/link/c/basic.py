@@ -9,26 +9,20 @@ compiles it through the module cache (or finds it there) and returns a
 from __future__ import annotations
 
 import logging
-import re
-import shlex
 import time
-from collections.abc import Collection, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from opweave import _core
-from opweave._namedtuple import NamedTuple
-from opweave.configparser import config
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c import _graph_index, _graph_memo, cmodule
+from opweave.link.c._compile_errors import explained, first_error
+from opweave.link.c._compile_job import chosen_compiler, compile_job, key_extra
 from opweave.link.c._export import node_block
-from opweave.link.c._flags import remove_flags, uniq_flags
-from opweave.link.c._linker import linker_flags
-from opweave.link.c._march import march_flags
+from opweave.link.c._export_lookup import remember_exports
+from opweave.link.c._graph_records import CompiledGraph
 from opweave.link.c._node_keys import (
     NodeCode,
     export_parts,
@@ -37,9 +31,8 @@ from opweave.link.c._node_keys import (
     single_node_graph,
     with_exports,
 )
-from opweave.link.c.hooks import call_optional_hook, declares_version
+from opweave.link.c.hooks import call_optional_hook
 from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
-from opweave.link.c.sanitize import sanitizer_flags
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 from opweave.link.callable import InputBinding, compiled_function
 from opweave.link.thunk import Linker
@@ -58,47 +51,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-# The flags PyTensor compiles its modules with, minus the optimisation level
-# (set from config.cmodule__remove_gxx_opt).
-_DEFAULT_FLAGS = (
-    "-fno-math-errno",
-    "-Wno-unused-label",
-    "-Wno-unused-variable",
-    "-Wno-write-strings",
-    "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION",
-)
-_DIAGNOSTIC_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<rest>.*)$", re.M)
-
 # How many op names a module's label shows.
 _LABEL_OPS = 6
-
-
-class CompiledGraph(NamedTuple):
-    """A compiled graph module and what was needed to build it."""
-
-    module: Any
-    library: str
-    source: str
-    outcome: str  # "hit", "built" or "built_by_other"
-    orphans: list[Any]
-    block_names: dict[int, str]
-    output_blocks: dict[int, int]  # run block id of an output -> its output position
-    # Wall seconds per phase: "hooks" (asking the ops and types for code),
-    # "assembly" (laying out the module, its compile job and key), then
-    # cmodule's "lookup", "compile" and "load".
-    seconds: dict[str, float] | None = None
-    # When built from units: each unit's (outcome, compile seconds).
-    units: tuple[tuple[str, float], ...] = ()
-    # Why a graph planned in units was compiled as one ("" when it was not).
-    whole_because: str = ""
-    # run block id of a node -> the node's number (``error.failed_node``)
-    node_blocks: dict[int, int] | None = None
-    # Where each orphan comes from (GraphSpec.orphan_sources).
-    orphan_sources: tuple[tuple[str, Any], ...] = ()
-
-
-def _uniq(items: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(items))
 
 
 class CLinker(Linker):
@@ -148,73 +102,17 @@ class CLinker(Linker):
     def compiler(self) -> _core.SystemCompiler:
         """The compiler: the one ops or types ask for (``c_compiler()``), else
         ``config.cxx``. Two different requests are an error."""
-        chosen: Any = None
-        for obj in self._objects():
-            wanted = call_optional_hook(obj, "c_compiler")
-            if wanted is None:
-                continue
-            if chosen is not None and wanted != chosen:
-                raise OpweaveError(
-                    f"ops ask for two different compilers: {chosen!r} and {wanted!r}"
-                )
-            chosen = wanted
-        if chosen is None:
-            return cmodule.get_compiler()
-        if isinstance(chosen, _core.SystemCompiler):
-            return chosen
-        if isinstance(chosen, str):
-            return _core.SystemCompiler(chosen, launcher=config.cxx_launcher)
-        raise TypeError(f"c_compiler() must return None, a compiler name or path, got {chosen!r}")
+        return chosen_compiler(self._objects())
 
     def compile_job(self, objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
-        """The compile job: default flags, the ops' and types' flags,
-        directories and libraries, then the machine flags
-        (``config.cmodule__march``) and ``config.gcc__cxxflags``, minus every
-        ``c_no_compile_args`` (an option with its argument is one group, see
-        :mod:`._flags`); with ``config.cmodule__sanitize``, the
-        sanitizer flags; with ``config.cmodule__debug``, ``-DDEBUG``; then the
-        linker's (``config.cmodule__linker``)."""
-        kw = {"c_compiler": compiler}
-
-        def collect(hook: str) -> list[str]:
-            found: list[str] = []
-            for obj in objects:
-                hooked = call_optional_hook(obj, hook, default=[], **kw)
-                found.extend(str(item) for item in hooked or [])
-            # Flags are de-duplicated as groups (``--param a=1``), not words.
-            return uniq_flags(found) if hook.endswith("compile_args") else _uniq(found)
-
-        flags = [
-            *_DEFAULT_FLAGS,
-            *collect("c_compile_args"),
-            *march_flags(compiler),
-            *shlex.split(config.gcc__cxxflags),
-            *sanitizer_flags(compiler),
-            *(["-DDEBUG"] if config.cmodule__debug else []),
-        ]
-        flags = remove_flags(flags, collect("c_no_compile_args"))
-        flags += linker_flags(compiler, flags)
-        debug = config.cmodule__remove_gxx_opt
-        return cmodule.extension_job(
-            include_dirs=[*collect("c_header_dirs"), np.get_include()],
-            flags=flags,
-            lib_dirs=collect("c_lib_dirs"),
-            libraries=collect("c_libraries"),
-            opt_level=_core.OptLevel.O0 if debug else _core.OptLevel.O3,
-            debug_info=_core.DebugInfo.YES if debug else _core.DebugInfo.NO,
-        )
+        """The compile job of a graph of ``objects`` (see
+        :func:`._compile_job.compile_job`)."""
+        return compile_job(objects, compiler)
 
     def key_extra(self, objects: Sequence[Any]) -> str:
         """Key material beyond the source and the compile job: the Python and
         NumPy ABIs and the ops' and types' declared code versions."""
-        versions = [
-            f"{type(obj).__qualname__}={obj.c_code_cache_version()!r}"
-            for obj in objects
-            if declares_version(obj)
-        ]
-        return ";".join(
-            [cmodule.python_abi_key(), cmodule.numpy_abi_key(), *dict.fromkeys(versions)]
-        )
+        return key_extra(objects)
 
     def label(self) -> str:
         """What the graph's module holds, for listings and logs: its op names
@@ -307,7 +205,9 @@ class CLinker(Linker):
                 return found[0]._replace(outcome="hit", seconds=seconds)
             _graph_memo.forget(memo.key)
         place = _graph_index.place(memo.key.parts)
-        indexed = None if place is None else self._from_index(place, memo.constants, start)
+        indexed = (
+            None if place is None else _graph_index.load(place, memo.constants, self.order(), start)
+        )
         if indexed is not None:
             compiled_graph, module = indexed
         else:
@@ -318,38 +218,6 @@ class CLinker(Linker):
                 _graph_index.write(place, compiled_graph, module.key, memo.constants)
         _graph_memo.remember(memo.key, compiled_graph, module)
         return compiled_graph
-
-    def _from_index(
-        self, place: tuple[Path, str], constants: list[Any], start: float
-    ) -> tuple[CompiledGraph, cmodule.CompiledModule] | None:
-        """The graph and its module found through the graph index (see
-        :mod:`._graph_index`), with no op asked for code; None when it has
-        no valid record."""
-        record = _graph_index.read(place)
-        orphans = None if record is None else _graph_index.orphans(record, constants, self.order())
-        if record is None or orphans is None:
-            return None
-        compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
-        if compiled is None:
-            return None
-        try:  # the module takes these orphans (their number and types)
-            _core.Function(module=compiled.module, orphans=orphans)
-        except (TypeError, ValueError) as error:
-            _log.warning("graph record %s does not fit its module (%s): ignored", place[1], error)
-            return None
-        seconds = {"lookup": time.perf_counter() - start}
-        graph = CompiledGraph(
-            compiled.module,
-            str(compiled.library),
-            str(compiled.source),
-            "hit",
-            orphans,
-            record.block_names,
-            record.output_blocks,
-            seconds,
-            node_blocks=record.node_blocks,
-        )
-        return graph, compiled
 
     def _compile(self, start: float) -> tuple[CompiledGraph, cmodule.CompiledModule]:
         """compile() past its memo: the graph and its module."""
@@ -366,7 +234,7 @@ class CLinker(Linker):
         except CompileError as error:
             if graph.whole is None:
                 raise
-            whole_because = f"its units did not compile or link: {_first_error(error)}"
+            whole_because = f"its units did not compile or link: {first_error(error)}"
             _log.info("%s is compiled as one unit: %s", self.label(), whole_because)
             compiled, assembly = self._load(graph, graph.whole, job, compiler, own)
         seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
@@ -449,12 +317,12 @@ class CLinker(Linker):
         assembly = time.perf_counter() - start
         try:
             compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)
-            cmodule.remember_exports(compiled)
+            remember_exports(compiled)
             return compiled, assembly
         except CompileError as error:
             if assembled["units"]:
                 raise
-            raise _explained(error, assembled["line_map"], graph.origins, spec) from None
+            raise explained(error, assembled["line_map"], graph.origins, spec) from None
 
 
 def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
@@ -482,79 +350,9 @@ def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
     )
 
 
-def _first_error(error: CompileError) -> str:
-    """The first line of ``error``'s diagnostics that reports an error (a
-    multiple definition, say), else its summary."""
-    for line in error.diagnostics.splitlines():
-        if re.search(r"error|multiple definition|duplicate symbol", line):
-            return line.strip()
-    return error.summary
-
-
 def _whole_source(graph: GraphSpec) -> str:
     """The module's source as one translation unit."""
     return str(_core.assemble_module(graph.whole or graph.spec)["text"])
-
-
-def _fragments(part: Any) -> Iterator[tuple[str, int]]:
-    """Every ``(text, origin)`` fragment in a module spec or a part of it."""
-    if isinstance(part, dict):
-        for value in part.values():
-            yield from _fragments(value)
-    elif isinstance(part, tuple) and len(part) == 2 and isinstance(part[0], str):
-        yield part
-    elif isinstance(part, list):
-        for item in part:
-            yield from _fragments(item)
-
-
-def _undefined_places(summary: str, spec: dict[str, Any], origins: list[str]) -> list[str]:
-    """Where the code that names each symbol the link left undefined comes
-    from (see cpp/cache/link_check.cpp)."""
-    names = summary.partition("symbols that nothing defines: ")[2]
-    places: list[str] = []
-    for name in re.findall(r"'([^']+)'", names.split(" (not in")[0]) if names else []:
-        bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
-        word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
-        users = dict.fromkeys(
-            origins[origin]
-            for text, origin in _fragments(spec)
-            if origin >= 0 and word.search(text)
-        )
-        places.extend(f"{user}: uses '{name}', which nothing defines" for user in users)
-    return places
-
-
-def _explained(
-    error: CompileError,
-    line_map: list[tuple[int, int, int]],
-    origins: list[str],
-    spec: dict[str, Any],
-) -> CompileError:
-    """The same error, its summary naming the op or type code (and the line
-    in it) where each of the first few diagnostics points, or the code that
-    uses a symbol that nothing defines."""
-    places: list[str] = _undefined_places(error.summary, spec, origins)
-    source_name = error.source.rsplit("/", 1)[-1] if error.source else "module.cpp"
-    for match in _DIAGNOSTIC_LINE.finditer(error.diagnostics):
-        if not match["file"].endswith((source_name, "module.cpp")):
-            continue
-        line = int(match["line"])
-        for first, last, origin in line_map:
-            if first <= line <= last:
-                place = f"{origins[origin]}, line {line - first + 1} of its code: {match['rest']}"
-                if place not in places:
-                    places.append(place)
-                break
-        if len(places) >= 3:
-            break
-    summary = error.summary
-    if places:
-        summary += "\n" + "\n".join(f"  in {place}" for place in places)
-    explained = CompileError(
-        summary, error.command, error.diagnostics, error.source, error.exit_status
-    )
-    return explained
 
 
 def __getattr__(name: str) -> Any:

@@ -15,14 +15,19 @@ an op's output: their ``c_sync`` raises.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, NoReturn
 
 import numpy as np
 
-from opweave._namedtuple import NamedTuple
-from opweave.configparser import config
+from opweave.link.c._enum_c_code import (
+    CTYPES,
+    c_string,
+    number,
+    read_number,
+    support_code,
+    to_string_code,
+)
 from opweave.link.c.type import CType
 
 __all__ = ["CEnumType", "EnumList", "EnumType"]
@@ -32,110 +37,6 @@ _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Names a generated module already uses: its variables (V1, V2, ...) and the
 # prefixes of NumPy's, Python's and opweave's own macros.
 _TAKEN_NAME = re.compile(r"^(V[0-9]+|NPY_.*|PY_.*|OPWEAVE_.*)$")
-
-
-class _CScalar(NamedTuple):
-    """What opweave knows about a C scalar type usable as an enum's ctype."""
-
-    integral: bool
-    signed: bool
-    bits: int
-
-
-def _integers(names: str, signed: bool, bits: int) -> dict[str, _CScalar]:
-    return {name: _CScalar(True, signed, bits) for name in names.split(", ")}
-
-
-# Sizes are those of the LP64 ABI (Linux and macOS on 64-bit machines), the
-# only ones opweave builds for.
-_CTYPES: dict[str, _CScalar] = {
-    **_integers("signed char, int8_t, npy_int8, npy_byte", True, 8),
-    **_integers("unsigned char, uint8_t, npy_uint8, npy_ubyte", False, 8),
-    **_integers("short, int16_t, npy_int16, npy_short", True, 16),
-    **_integers("unsigned short, uint16_t, npy_uint16, npy_ushort", False, 16),
-    **_integers("int, signed, int32_t, npy_int32, npy_int", True, 32),
-    **_integers("unsigned, unsigned int, uint32_t, npy_uint32, npy_uint", False, 32),
-    **_integers(
-        "long, long int, long long, int64_t, npy_int64, npy_intp, ssize_t, Py_ssize_t, "
-        "npy_long, npy_longlong",
-        True,
-        64,
-    ),
-    **_integers(
-        "unsigned long, unsigned long long, uint64_t, npy_uint64, size_t, npy_uintp, "
-        "npy_ulong, npy_ulonglong",
-        False,
-        64,
-    ),
-    "float": _CScalar(False, True, 32),
-    "npy_float32": _CScalar(False, True, 32),
-    "npy_float": _CScalar(False, True, 32),
-    "double": _CScalar(False, True, 64),
-    "npy_float64": _CScalar(False, True, 64),
-    "npy_double": _CScalar(False, True, 64),
-}
-
-
-def _c_string(text: str) -> str:
-    """``text`` made safe inside a C string literal used as a printf format."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
-    return escaped.replace("%", "%%")
-
-
-def _number(name: str, value: Any, scalar: _CScalar, ctype: str) -> int | float:
-    """The constant ``value`` as a Python int or float that ``ctype`` holds,
-    or TypeError/ValueError."""
-    if isinstance(value, (bool, np.bool_)):
-        value = int(value)
-    elif isinstance(value, np.integer):
-        value = int(value)
-    elif isinstance(value, np.floating):
-        value = float(value)
-    if not isinstance(value, (int, float)):
-        raise TypeError(
-            f"enum constant {name} must be an int or a float (or (alias, value)), "
-            f"got {type(value).__name__} ({value!r})"
-        )
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"enum constant {name} must be finite, got {value!r}")
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        # 1.0 is the constant 1: equal enums are one type with one C text.
-        value = int(value)
-    if scalar.integral:
-        if isinstance(value, float):
-            raise TypeError(
-                f"enum constant {name} is {value!r}, but ctype {ctype!r} holds integers"
-            )
-        low = -(2 ** (scalar.bits - 1)) if scalar.signed else 0
-        high = 2 ** (scalar.bits - 1 if scalar.signed else scalar.bits) - 1
-        if not low <= value <= high:
-            raise ValueError(
-                f"enum constant {name} = {value} does not fit ctype {ctype!r} ([{low}, {high}])"
-            )
-    return value
-
-
-def _c_number(value: int | float, scalar: _CScalar) -> str:
-    """A C literal for ``value`` with a suffix giving its type (for the
-    checks in the generated code)."""
-    if isinstance(value, float):
-        return repr(value) if value >= 0 else f"({value!r})"
-    if value == -(2**63):
-        return "(-9223372036854775807LL - 1)"
-    suffix = "LL" if scalar.signed else "ULL"
-    return f"{value}{suffix}" if value >= 0 else f"({value}{suffix})"
-
-
-def _define_value(value: int | float) -> str:
-    """The text of a ``#define`` for ``value``: a plain number (usable in
-    ``#if`` and ``case``), with a suffix only where C needs one."""
-    if isinstance(value, float):
-        return repr(value) if value >= 0 else f"({value!r})"
-    if value == -(2**63):
-        return "(-9223372036854775807LL - 1)"
-    if value >= 2**63:
-        return f"{value}ULL"
-    return str(value) if value >= 0 else f"({value})"
 
 
 class EnumType(CType, dict):  # type: ignore[misc]
@@ -165,10 +66,10 @@ class EnumType(CType, dict):  # type: ignore[misc]
     ) -> None:
         if isinstance(ctype, str):
             ctype = " ".join(ctype.split())
-        if ctype not in _CTYPES:
+        if ctype not in CTYPES:
             raise ValueError(
                 f"{type(self).__name__}: unsupported ctype {ctype!r}; use one of "
-                + ", ".join(sorted(_CTYPES))
+                + ", ".join(sorted(CTYPES))
             )
         if cname is None:
             cname = ctype.replace(" ", "_")
@@ -176,7 +77,7 @@ class EnumType(CType, dict):  # type: ignore[misc]
             raise ValueError(f"{type(self).__name__}: cname must be a C identifier, got {cname!r}")
         if not constants:
             raise ValueError(f"{type(self).__name__} needs at least one constant")
-        scalar = _CTYPES[ctype]
+        scalar = CTYPES[ctype]
         values: dict[str, int | float] = {}
         aliases: dict[str, str] = {}
         for name, given in constants.items():
@@ -207,7 +108,7 @@ class EnumType(CType, dict):  # type: ignore[misc]
                         f"{aliases[alias]} and {name}"
                     )
                 aliases[alias] = name
-            values[name] = _number(name, given, scalar, ctype)
+            values[name] = number(name, given, scalar, ctype)
         dict.__init__(self, values)
         self.__dict__.update(ctype=ctype, cname=cname, aliases=aliases, _scalar=scalar)
 
@@ -335,46 +236,10 @@ class EnumType(CType, dict):  # type: ignore[misc]
         return ["<numpy/arrayobject.h>"] if self.ctype.startswith("npy_") else []
 
     def c_support_code(self, **kwargs: Any) -> str:
-        """One ``#define NAME value`` per constant, sorted by name. Two enums
-        of one module may share a name only with the same value: a
-        ``static_assert`` stops the compile otherwise, instead of letting the
-        second definition silently win."""
-        lines = [f"/* {type(self).__name__} {self.cname}: {', '.join(sorted(self))} */"]
-        for name in sorted(self):
-            value = _define_value(self[name])
-            lines += [
-                f"#ifndef {name}",
-                f"#define {name} {value}",
-                "#endif",
-                f'static_assert({name} == {value}, "opweave: the enum constant {name} has '
-                f"two different values in this module ({type(self).__name__} {self.cname} "
-                f'wants {value})");',
-            ]
-        return "\n".join(lines) + "\n" + self._to_string_code()
-
-    def _to_string_code(self) -> str:
-        """With ``config.cmodule__debug``, the C function
-        ``opweave_enum_to_string_<cname>(value, out)`` (also reachable by
-        PyTensor's name, ``pytensor_enum_to_string_<cname>``), which writes
-        the name of the constant ``value`` equals into ``out`` and returns 0,
-        or sets a ValueError and returns -1; otherwise nothing."""
-        if not config.cmodule__debug:
-            return ""
-        function = f"opweave_enum_to_string_{self.cname}"
-        guard = f"OPWEAVE_ENUM_TO_STRING_{self.cname}"
-        what = _c_string(f"{type(self).__name__} {self.cname}")
-        tests = "".join(
-            f"    if (value == ({self.ctype})({constant})) {{\n"
-            f'        strcpy(out, "{constant}");\n        return 0;\n    }}\n'
-            for constant in sorted(self)
-        )
-        return (
-            f"#ifndef {guard}\n#define {guard}\n"
-            f"static inline int {function}({self.ctype} value, char* out) {{\n{tests}"
-            f'    PyErr_SetString(PyExc_ValueError, "{what}: the value is no constant");\n'
-            "    return -1;\n}\n"
-            f"#define pytensor_enum_to_string_{self.cname} {function}\n#endif\n"
-        )
+        """One ``#define NAME value`` per constant, sorted by name (see
+        :func:`._enum_c_code.support_code`), and with ``config.cmodule__debug``
+        the function naming a constant (:func:`._enum_c_code.to_string_code`)."""
+        return support_code(self) + to_string_code(self)
 
     def c_declare(self, name: str, sub: dict[str, str], check_input: bool = True) -> str:
         """``<ctype> <name>;``"""
@@ -390,56 +255,8 @@ class EnumType(CType, dict):  # type: ignore[misc]
         """Reads ``py_<name>`` (a Python number). A non-number raises
         TypeError; when checking, a number that is no constant's value raises
         ValueError."""
-        code = self._read_number(name, sub["fail"], check_input)
+        code = read_number(self, name, sub["fail"], check_input)
         return code + f"{name} = ({self.ctype})value_{name};\n}}\n"
-
-    def _read_number(self, name: str, fail: str, check_input: bool, index: bool = False) -> str:
-        """Opens a C block setting ``value_<name>`` from ``py_<name>``, with
-        the checks; the caller closes the block. ``index``: read an integer
-        whatever ``ctype`` is (a :class:`CEnumType` index)."""
-        what = _c_string(f"{type(self).__name__} {self.cname}")
-        scalar = _CTYPES["long long"] if index else self._scalar
-        if scalar.integral:
-            kind = "long long" if scalar.signed else "unsigned long long"
-            read = "PyLong_AsLongLong" if scalar.signed else "PyLong_AsUnsignedLongLong"
-            shown = ("%lld" if scalar.signed else "%llu", f"value_{name}")
-            code = (
-                "{\n"
-                f"PyObject* index_{name} = PyNumber_Index(py_{name});\n"
-                f"if (!index_{name}) {{\n"
-                "    PyErr_Clear();\n"
-                f'    PyErr_Format(PyExc_TypeError, "{what}: expected an int, got %s",\n'
-                f"                 Py_TYPE(py_{name})->tp_name);\n"
-                f"    {fail}\n"
-                "}\n"
-                f"{kind} value_{name} = {read}(index_{name});\n"
-                f"Py_DECREF(index_{name});\n"
-                f"if (value_{name} == ({kind})-1 && PyErr_Occurred()) {{\n    {fail}\n}}\n"
-            )
-        else:
-            shown = ("%R", f"py_{name}")
-            code = (
-                "{\n"
-                f"double value_{name} = PyFloat_AsDouble(py_{name});\n"
-                f"if (value_{name} == -1.0 && PyErr_Occurred()) {{\n"
-                "    PyErr_Clear();\n"
-                f'    PyErr_Format(PyExc_TypeError, "{what}: expected a number, got %s",\n'
-                f"                 Py_TYPE(py_{name})->tp_name);\n"
-                f"    {fail}\n"
-                "}\n"
-            )
-        if check_input:
-            tests = " || ".join(
-                f"value_{name} == {_c_number(v, scalar)}" for v in sorted(set(self.values()))
-            )
-            code += (
-                f"if (!({tests})) {{\n"
-                f'    PyErr_Format(PyExc_ValueError, "{what}: {shown[0]} is not the value '
-                f'of one of its constants", {shown[1]});\n'
-                f"    {fail}\n"
-                "}\n"
-            )
-        return code
 
     def c_sync(self, name: str, sub: dict[str, str]) -> str:
         """Raises NotImplementedError: an enumeration cannot be an output."""
@@ -500,20 +317,20 @@ class CEnumType(EnumList):
     def c_support_code(self, **kwargs: Any) -> str:
         """Nothing but the debug helper (see ``EnumType``): the constants
         come from the user's headers."""
-        return self._to_string_code()
+        return to_string_code(self)
 
     def c_extract(
         self, name: str, sub: dict[str, str], check_input: bool = True, **kwargs: Any
     ) -> str:
         """Reads the index ``py_<name>`` and sets ``<name>`` to the C constant
         it stands for; an index out of range raises ValueError."""
-        what = _c_string(f"{type(self).__name__} {self.cname}")
+        what = c_string(f"{type(self).__name__} {self.cname}")
         cases = "".join(
             f"case {index}: {name} = ({self.ctype})({constant}); break;\n"
             for constant, index in self.items()
         )
         return (
-            self._read_number(name, sub["fail"], check_input=False, index=True)
+            read_number(self, name, sub["fail"], check_input=False, index=True)
             + f"switch (value_{name}) {{\n{cases}default:\n"
             f'    PyErr_Format(PyExc_ValueError, "{what}: no constant with index %lld", '
             f"(long long)value_{name});\n"

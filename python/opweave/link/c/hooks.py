@@ -13,12 +13,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from opweave.configparser import config
 from opweave.graph.utils import not_defined_errors
 
 __all__ = [
     "as_code_list",
     "call_hook",
     "call_optional_hook",
+    "checks_input",
     "declares_version",
     "get_hook",
     "has_hook",
@@ -112,3 +114,10 @@ def as_code_list(value: Any, what: str) -> list[str]:
                 raise TypeError(f"{what} must return strings, got {type(item).__name__}")
         return [item for item in value if item]
     raise TypeError(f"{what} must return a string or a list of strings, got {type(value).__name__}")
+
+
+def checks_input(op: Any) -> bool:
+    """Whether the C code of ``op``'s inputs and outputs checks their values:
+    its ``check_input`` attribute, else ``config.check_input``."""
+    value = getattr(op, "check_input", None)
+    return config.check_input if value is None else bool(value)

@@ -41,7 +41,7 @@ from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.perform import PERFORM, own_thunk, own_thunk_impl
 from opweave.link.basic import NodeThunk, has_perform, perform_params, perform_thunk
-from opweave.link.c import cmodule
+from opweave.link.c._export_lookup import load_exports
 from opweave.link.c._node_keys import NodeCode, node_code, single_node_graph
 from opweave.link.c._step_table import TableStep, table_function
 from opweave.link.c.hooks import get_hook
@@ -206,7 +206,7 @@ def _reused_steps(
     exports for its code (each module used is added to ``parts``, as a
     hit, for the compile profile); None when a node's code is in no module
     yet."""
-    exported = cmodule.load_exports([code.key for code in codes if code is not None])
+    exported = load_exports([code.key for code in codes if code is not None])
     if any(found is None for found in exported.values()):
         return None
     modules = {id(found[0]): found[0] for found in exported.values() if found is not None}

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import (
     Apply,
@@ -38,112 +37,23 @@ from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import op_label
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells
-from opweave.link.c._export import NodePlan
-from opweave.link.c._node_code import MissingCCode, NodeArgs, NodeStructs, OpStruct, StructCode
-from opweave.link.c._units import ObjectCode, plan_units, unit_spec
-from opweave.link.c.hooks import as_code_list, call_optional_hook, get_hook, has_hook
-from opweave.link.c.interface import CLinkerOp
+from opweave.link.c._export import NodePlan, plan_node
+from opweave.link.c._graph_records import GraphSpec
+from opweave.link.c._module_code import module_code
+from opweave.link.c._node_code import (
+    MissingCCode,
+    NodeArgs,
+    NodeStructs,
+    OpStruct,
+    first_positions,
+)
+from opweave.link.c._node_params import params_value, same_params
+from opweave.link.c.hooks import call_optional_hook, checks_input, get_hook, has_hook
 
 __all__ = ["GraphSpec", "MissingCCode", "build_spec", "params_value"]
 
 _NO_ORIGIN = -1
 _TYPE_HOOKS = ("c_declare", "c_init", "c_extract", "c_sync")
-
-
-class GraphSpec(NamedTuple):
-    """The module spec (for assemble_module) plus what the linker needs to
-    compile and call it."""
-
-    spec: dict[str, Any]
-    orphans: list[Any]
-    origins: list[str]
-    objects: list[Any]  # the ops and types, in order
-    block_names: dict[int, str]  # run block id -> what it runs
-    output_blocks: dict[int, int]  # run block id of an output -> its output position
-    # With units: the same module as one translation unit (what a failed
-    # compile of the units falls back to). Without: None.
-    whole: dict[str, Any] | None = None
-    # run block id of a node -> the node's number (as in block_names)
-    node_blocks: dict[int, int] | None = None
-    # The name each of spec["definitions"] defines (a cell or op struct).
-    definition_names: tuple[str, ...] = ()
-    # A graph of one node: how its export runs it (see _export.py).
-    node_plan: NodePlan | None = None
-    # Per orphan, where it comes from: ("const", the constant variable) or
-    # ("params", the position of the first node run whose params it is).
-    orphan_sources: tuple[tuple[str, Any], ...] = ()
-
-
-def fail_run(block: int) -> str:
-    """The ``%(fail)s`` statement of a run() block."""
-    return f"OPWEAVE_FAIL({block})"
-
-
-def fail_init(block: int) -> str:
-    """The ``%(fail)s`` statement of a struct init block."""
-    return f"OPWEAVE_FAIL_INIT({block})"
-
-
-_NO_PARAMS = object()
-
-
-def get_params(node: Apply, what: str) -> Any:
-    """The params value of ``node``, or ``_NO_PARAMS`` if its op has none
-    (no ``get_params``, or one that raises a "not defined" exception,
-    ``MethodNotDefined`` or a registered one, or returns None).
-
-    An op whose ``get_params`` returns a value must say what C type that
-    value has (``params_type``); otherwise the linker could not pass it."""
-    op = node.op
-    hook = get_hook(op, "get_params")
-    if hook is None:
-        return _NO_PARAMS
-    params_type = getattr(op, "params_type", None)
-    if params_type is None and getattr(type(op), "get_params", None) is CLinkerOp.get_params:
-        return _NO_PARAMS
-    try:
-        value = hook(node)
-    except not_defined_errors() as error:
-        if params_type is None:
-            return _NO_PARAMS
-        raise TypeError(
-            f"{what}: {type(op).__name__} has a params_type ({params_type}) but no "
-            f"params for it: {error}"
-        ) from error
-    if value is None:
-        return _NO_PARAMS
-    if params_type is None:
-        raise TypeError(
-            f"{what}: {type(op).__name__}.get_params returned a value but the op has no "
-            "params_type; set params_type to the C type of that value (e.g. a ParamsType)"
-        )
-    return value
-
-
-def params_value(node: Apply, what: str) -> Any:
-    """The params value of ``node`` as its module takes it (filtered by its
-    op's ``params_type``: an enum alias becomes its value), or None."""
-    value = get_params(node, what)
-    if value is _NO_PARAMS:
-        return None
-    op: Any = node.op  # get_params found its params_type (ops are duck-typed)
-    return op.params_type.filter(value)
-
-
-def _same_value(params_type: Any, a: Any, b: Any) -> bool:
-    """Whether two params values can share one constant; values that cannot
-    be compared (e.g. arrays in a Generic field) are taken as different."""
-    if a is b:
-        return True
-    try:
-        return bool(params_type.values_eq(a, b))
-    except (TypeError, ValueError):
-        return False
-
-
-def _check_input(op: Any) -> bool:
-    value = getattr(op, "check_input", None)
-    return config.check_input if value is None else bool(value)
 
 
 class _Builder:
@@ -220,7 +130,7 @@ class _Builder:
         users = [node.op for node, _ in self.clients.get(id(variable), [])]
         if variable.owner is not None:
             users.append(variable.owner.op)
-        return any(_check_input(op) for op in users) if users else config.check_input
+        return any(checks_input(op) for op in users) if users else config.check_input
 
     # --- naming --------------------------------------------------------------
 
@@ -254,7 +164,7 @@ class _Builder:
             return None
         params_type = node.op.params_type  # type: ignore[attr-defined]
         for constant in self.params.values():
-            if constant.type == params_type and _same_value(params_type, constant.data, value):
+            if constant.type == params_type and same_params(params_type, constant.data, value):
                 return constant
         return Constant(params_type, value, name="params")
 
@@ -352,7 +262,7 @@ class _Builder:
             literal_types=[v.type if self.literal(v) else None for v in node.inputs],
             outputs=[self.cells_of[id(v)] for v in node.outputs],
             params=None if params is None else self.cells_of[id(params)],
-            same=_first_positions(node.inputs),
+            same=first_positions(node.inputs),
         )
         struct = self.nodes_code.struct(node, args, what)
         self.node_structs[id(node)] = struct
@@ -379,86 +289,6 @@ class _Builder:
         for node in self.nodes:
             seen.setdefault(id(node.op), node.op)
         return list(seen.values())
-
-    def object_code(self, obj: Any) -> ObjectCode:
-        """The headers, support code and init code of an op or type."""
-        kw = {"c_compiler": self.compiler}
-        label = type(obj).__name__
-        headers = call_optional_hook(obj, "c_headers", default=[], **kw) or []
-        support = call_optional_hook(obj, "c_support_code", **kw)
-        init = call_optional_hook(obj, "c_init_code", **kw)
-        support = as_code_list(support, f"{label}.c_support_code")
-        init = as_code_list(init, f"{label}.c_init_code")
-        return ObjectCode(
-            [str(h) for h in headers],
-            [self.fragment(text, f"{label} c_support_code") for text in support],
-            [self.fragment(text, f"{label} c_init_code") for text in init],
-        )
-
-    @staticmethod
-    def table_step(
-        step: tuple[int, str, str, list[int]], calls: dict[str, tuple[str, int]]
-    ) -> tuple[int, str, str, list[int]]:
-        """``step``, calling its struct's run() through the table when
-        ``calls`` says so (see NodeStructs.table_steps)."""
-        ident, run, undo, args = step
-        call = calls.get(run[len("node_") :]) if run.startswith("node_") else None
-        return step if call is None else (ident, call[0], undo, [*args, call[1]])
-
-    def module_code(self, objects: list[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The module-level parts of the spec, and with units, those of the
-        same module as one translation unit."""
-        code = {id(obj): self.object_code(obj) for obj in objects}
-        structs = self.nodes_code.codes
-        spec = _translation_unit([code[id(obj)] for obj in objects], structs)
-        spec.update(
-            definitions=[
-                *self.cells.definitions.values(),
-                *([*c.declaration, *c.body] for c in structs),
-            ],
-            members=[*self.cells.members(), *self.nodes_code.members()],
-            step_functions=[*self.cells.step_functions(), *self.nodes_code.functions],
-        )
-        groups = plan_units(structs)
-        if not groups:
-            return spec, None
-        in_units = {c.struct.name for g in groups for c in g}
-        # The module keeps the cells, and the structs that no unit holds.
-        own = [c for c in structs if c.struct.name not in in_units]
-        kept = {id(self.cells.types[cell][0]) for cell in self.cells.definitions}
-        kept.update(id(op) for c in own for op in c.ops)
-        split = _translation_unit([code[id(obj)] for obj in objects if id(obj) in kept], own)
-        table, calls = self.nodes_code.table_steps(in_units)
-        split.update(
-            definitions=[
-                *self.cells.definitions.values(),
-                *(
-                    c.declaration if c.struct.name in in_units else [*c.declaration, *c.body]
-                    for c in structs
-                ),
-            ],
-            members=spec["members"],
-            step_functions=[
-                *self.cells.step_functions(),
-                *(
-                    f
-                    for c, f in zip(structs, self.nodes_code.functions, strict=True)
-                    if c.struct.name not in calls
-                ),
-                *table,
-            ],
-            run_steps=[self.table_step(step, calls) for step in self.run_steps],
-            units=[
-                unit_spec(
-                    group,
-                    self.cells.definitions,
-                    lambda cell: self.cells.types[cell][0],
-                    lambda obj: code[id(obj)],
-                )
-                for group in groups
-            ],
-        )
-        return split, spec
 
     def check_c_support(self) -> None:
         for variable in self.variables:
@@ -496,7 +326,9 @@ class _Builder:
         for index, node in enumerate(self.nodes):
             self.add_node(index, node)
         objects = self.objects()
-        spec, whole = self.module_code(objects)
+        spec, whole = module_code(
+            objects, self.run_steps, self.compiler, self.fragment, self.cells, self.nodes_code
+        )
         spec.setdefault("run_steps", self.run_steps)
         common = {
             "origins": self.origins,
@@ -539,50 +371,17 @@ class _Builder:
     def node_plan(self) -> NodePlan:
         """How the export of this one-node graph runs it (see _export.py)."""
         node = self.nodes[0]
-        inputs = {id(v): k for k, v in enumerate(self.fgraph.inputs)}
-
-        def value(variable: Variable) -> str:
-            if id(variable) in inputs:
-                return f"i{inputs[id(variable)]}"
-            return f"s->o{self.orphan_of[id(variable)]}"
-
-        params = self.params.get(id(node))
-        run_args = [value(v) for v in node.inputs if not self.literal(v)]
-        run_args += [f"r{k}" for k in range(len(node.outputs))]
-        run_args += [] if params is None else [value(params)]
-        orphans = sorted(self.orphan_of.items(), key=lambda item: item[1])
         by_id = {id(v): v for v in self.variables}
-        return NodePlan(
-            [self.cells_of[id(v)] for v in self.fgraph.inputs],
-            [self.cells_of[id(v)] for v in self.fgraph.outputs],
-            [self.cells_of[id(by_id[i])] for i, _ in orphans],
+        placed = sorted(self.orphan_of.items(), key=lambda item: item[1])
+        return plan_node(
             self.node_structs[id(node)],
-            run_args,
-            "" if params is None else value(params),
+            [v for v in node.inputs if not self.literal(v)],
+            len(node.outputs),
+            self.params.get(id(node)),
+            graph=(self.fgraph.inputs, self.fgraph.outputs),
+            orphans=[by_id[i] for i, _ in placed],
+            cell_of=self.cells_of,
         )
-
-
-def _translation_unit(parts: list[ObjectCode], structs: list[StructCode]) -> dict[str, Any]:
-    """The headers, support code and init code of a translation unit that
-    holds the code of ``structs`` and uses the ops and types of ``parts``:
-    each node's apply-specific support code is where its code is, and its
-    ``c_init_code_apply`` runs there (PyTensor's contract, see
-    docs/op-authors.md)."""
-    return {
-        "headers": [h for part in parts for h in part.headers],
-        "support_code": [
-            *(s for part in parts for s in part.support),
-            *(c.support_apply for c in structs),
-        ],
-        "init_code": [i for part in parts for i in part.init],
-        "init_code_apply": [c.init_apply for c in structs],
-    }
-
-
-def _first_positions(variables: Sequence[Variable]) -> list[int]:
-    """Per variable, the position where the same variable first appears."""
-    first: dict[int, int] = {}
-    return [first.setdefault(id(v), k) for k, v in enumerate(variables)]
 
 
 def build_spec(

@@ -27,7 +27,7 @@ from opweave.compile.function import function
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
-from opweave.link.c import cmodule
+from opweave.link.c import _export_lookup
 from opweave.link.c.cmodule import get_module_cache
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.tensor import dscalar, dvector
@@ -147,7 +147,7 @@ def test_a_damaged_index_file_is_ignored_and_repaired_by_verify() -> None:
     assert files
     for path in files:
         path.write_text("not-a-key-at-all\n")
-    cmodule._export_memo.clear()  # as in a new process: the index is read
+    _export_lookup._export_memo.clear()  # as in a new process: the index is read
     again = chain(ks)  # the module is found by its own key, and indexed again
     np.testing.assert_allclose(again(X), expected(ks), rtol=1e-12)
     assert all(p.read_text() != "not-a-key-at-all\n" for p in files if p.exists())
@@ -250,7 +250,7 @@ def test_a_one_node_module_of_c_mode_is_the_export_of_its_node() -> None:
     alone = function([x, s], VectorTimesScalar()(x, s), mode="C")
     (entry,) = compiled_modules()
     assert entry.exports == [entry.key]
-    cmodule._export_memo.clear()  # as in a new process: found through the index
+    _export_lookup._export_memo.clear()  # as in a new process: found through the index
     twice = function([x, s], VectorTimesScalar()(VectorTimesScalar()(x, s), s), mode=CPY)
     assert twice.node_outcomes == ["hit", "hit"] and len(compiled_modules()) == 1
     assert twice(np.ones(2), np.array(3.0)).tolist() == [9.0, 9.0]

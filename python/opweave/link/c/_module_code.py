@@ -1,0 +1,122 @@
+"""The module-level code of a graph's module: each op's and type's headers,
+support code and init code, the definitions of the cell and op structs, and,
+for a graph cut into compile units (:mod:`._units`), what the module keeps
+and what each unit holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opweave.link.c._cells import Cells, Fragmenter
+from opweave.link.c._node_code import NodeStructs, StructCode
+from opweave.link.c._units import ObjectCode, plan_units, unit_spec
+from opweave.link.c.hooks import as_code_list, call_optional_hook
+
+__all__ = ["module_code", "object_code"]
+
+
+def object_code(obj: Any, compiler: Any, fragment: Fragmenter) -> ObjectCode:
+    """The headers, support code and init code of an op or type."""
+    kw = {"c_compiler": compiler}
+    label = type(obj).__name__
+    headers = call_optional_hook(obj, "c_headers", default=[], **kw) or []
+    support = call_optional_hook(obj, "c_support_code", **kw)
+    init = call_optional_hook(obj, "c_init_code", **kw)
+    support = as_code_list(support, f"{label}.c_support_code")
+    init = as_code_list(init, f"{label}.c_init_code")
+    return ObjectCode(
+        [str(h) for h in headers],
+        [fragment(text, f"{label} c_support_code") for text in support],
+        [fragment(text, f"{label} c_init_code") for text in init],
+    )
+
+
+def _table_step(
+    step: tuple[int, str, str, list[int]], calls: dict[str, tuple[str, int]]
+) -> tuple[int, str, str, list[int]]:
+    """``step``, calling its struct's run() through the table when
+    ``calls`` says so (see NodeStructs.table_steps)."""
+    ident, run, undo, args = step
+    call = calls.get(run[len("node_") :]) if run.startswith("node_") else None
+    return step if call is None else (ident, call[0], undo, [*args, call[1]])
+
+
+def module_code(
+    objects: list[Any],
+    run_steps: list[Any],
+    compiler: Any,
+    fragment: Fragmenter,
+    cells: Cells,
+    nodes_code: NodeStructs,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The module-level parts of the spec of a graph of ``objects`` (its ops
+    and types) whose ``run_steps`` are laid out, and with units, those of the
+    same module as one translation unit."""
+    code = {id(obj): object_code(obj, compiler, fragment) for obj in objects}
+    structs = nodes_code.codes
+    spec = _translation_unit([code[id(obj)] for obj in objects], structs)
+    spec.update(
+        definitions=[
+            *cells.definitions.values(),
+            *([*c.declaration, *c.body] for c in structs),
+        ],
+        members=[*cells.members(), *nodes_code.members()],
+        step_functions=[*cells.step_functions(), *nodes_code.functions],
+    )
+    groups = plan_units(structs)
+    if not groups:
+        return spec, None
+    in_units = {c.struct.name for g in groups for c in g}
+    # The module keeps the cells, and the structs that no unit holds.
+    own = [c for c in structs if c.struct.name not in in_units]
+    kept = {id(cells.types[cell][0]) for cell in cells.definitions}
+    kept.update(id(op) for c in own for op in c.ops)
+    split = _translation_unit([code[id(obj)] for obj in objects if id(obj) in kept], own)
+    table, calls = nodes_code.table_steps(in_units)
+    split.update(
+        definitions=[
+            *cells.definitions.values(),
+            *(
+                c.declaration if c.struct.name in in_units else [*c.declaration, *c.body]
+                for c in structs
+            ),
+        ],
+        members=spec["members"],
+        step_functions=[
+            *cells.step_functions(),
+            *(
+                f
+                for c, f in zip(structs, nodes_code.functions, strict=True)
+                if c.struct.name not in calls
+            ),
+            *table,
+        ],
+        run_steps=[_table_step(step, calls) for step in run_steps],
+        units=[
+            unit_spec(
+                group,
+                cells.definitions,
+                lambda cell: cells.types[cell][0],
+                lambda obj: code[id(obj)],
+            )
+            for group in groups
+        ],
+    )
+    return split, spec
+
+
+def _translation_unit(parts: list[ObjectCode], structs: list[StructCode]) -> dict[str, Any]:
+    """The headers, support code and init code of a translation unit that
+    holds the code of ``structs`` and uses the ops and types of ``parts``:
+    each node's apply-specific support code is where its code is, and its
+    ``c_init_code_apply`` runs there (PyTensor's contract, see
+    docs/op-authors.md)."""
+    return {
+        "headers": [h for part in parts for h in part.headers],
+        "support_code": [
+            *(s for part in parts for s in part.support),
+            *(c.support_apply for c in structs),
+        ],
+        "init_code": [i for part in parts for i in part.init],
+        "init_code_apply": [c.init_apply for c in structs],
+    }

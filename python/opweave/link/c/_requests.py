@@ -1,0 +1,74 @@
+"""What a module is, as the C++ core takes it: a compile job
+(:func:`extension_job`), the prelude it may use (:func:`prelude_request`)
+and the whole request (:func:`module_request`) that
+:func:`opweave.link.c.cmodule.load_module` compiles."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from opweave import _core
+from opweave.configparser import config
+from opweave.link.c import _prelude
+from opweave.link.c._abi_keys import covered_header_dirs, python_abi_key, python_paths
+
+__all__ = ["extension_job", "module_request", "prelude_request"]
+
+
+def extension_job(
+    include_dirs: Sequence[str] = (),
+    flags: Sequence[str] = (),
+    lib_dirs: Sequence[str] = (),
+    libraries: Sequence[str] = (),
+    opt_level: _core.OptLevel = _core.OptLevel.O2,
+    debug_info: _core.DebugInfo = _core.DebugInfo.NO,
+) -> _core.CompileJob:
+    """A compile job for a Python extension module: the given settings plus the
+    Python headers. Extension modules on Linux do not link libpython."""
+    job = _core.CompileJob()
+    job.include_dirs = [*include_dirs, python_paths()[0]]
+    job.flags = list(flags)
+    job.lib_dirs = list(lib_dirs)
+    job.libraries = list(libraries)
+    job.opt_level = opt_level
+    job.debug_info = debug_info
+    return job
+
+
+def prelude_request(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest | None:
+    """The prelude a module may use: NumPy's when its ``headers`` (as given to
+    the module assembler) include NumPy's array header and the job can find
+    it, else Python's; None when ``config.cmodule__precompiled_header`` is off.
+
+    Only for sources that start with ``#define PY_SSIZE_T_CLEAN`` and
+    ``#include <Python.h>``, as every generated module does."""
+    if not config.cmodule__precompiled_header:
+        return None
+    return _prelude.choose(headers, job)
+
+
+def module_request(
+    source: str,
+    job: _core.CompileJob | None = None,
+    extra: str | None = None,
+    label: str = "",
+    prelude: _core.PreludeRequest | None = None,
+    units: Sequence[str] = (),
+) -> _core.ModuleRequest:
+    """The description of one module for :func:`load_module`: its source,
+    compile job (default :func:`extension_job`), key material beyond the job
+    (default the Python ABI), a label for listings and logs, the prelude it
+    may be compiled with, and the sources of more translation units, each
+    compiled (and cached) on its own and linked with it."""
+    request = _core.ModuleRequest()
+    request.source = source
+    request.units = [
+        _core.TranslationUnit(text, f"{label} (unit {k + 1}/{len(units)})")
+        for k, text in enumerate(units)
+    ]
+    request.job = job if job is not None else extension_job()
+    request.extra = extra if extra is not None else python_abi_key()
+    request.label = label
+    request.covered_header_dirs = covered_header_dirs()
+    request.prelude = prelude
+    return request
