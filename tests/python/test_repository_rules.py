@@ -18,3 +18,27 @@ def test_core_does_not_include_python_or_pybind11() -> None:
         and PYTHON_INCLUDE.search(path.read_text())
     ]
     assert sources and offenders == []
+
+
+# A path in backquotes: a name with a slash or a known file suffix.
+_NAMED_PATH = re.compile(r"`([\w./-]+(?:/|\.(?:py|pyi|cpp|hpp|h|md|toml|txt|cmake|in)))`")
+
+
+def _architecture_paths() -> list[str]:
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    return [m.group(1) for m in _NAMED_PATH.finditer(text)]
+
+
+def test_every_path_architecture_names_exists() -> None:
+    """ARCHITECTURE.md names files by their path from the root, or from
+    python/opweave/ (the package's modules)."""
+    paths = _architecture_paths()
+    assert len(paths) > 40  # the map names the folders and the main files
+    bases = [ROOT, ROOT / "python" / "opweave"]
+    missing = [p for p in paths if not any((base / p).exists() for base in bases)]
+    assert not missing, missing
+
+
+def test_architecture_links_nothing_outside_the_repository() -> None:
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    assert "../" not in text and "http" not in text

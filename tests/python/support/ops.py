@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from opweave.graph.basic import Apply
+from opweave.graph.op import Op
 from opweave.link.c.op import COp
 
 
@@ -19,6 +20,18 @@ def copy_and_update(x: str, z: str, fail: str, update: str, ctype: str = "double
         {update}
     }}
     """
+
+
+class PyPlusOne(Op):
+    """Python only (no C code): z = x + 1."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0] + 1
 
 
 class TwoWays(COp):

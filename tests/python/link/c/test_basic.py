@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from opweave.examples.double_ops import double
 from opweave.examples.vector_times_vector import VectorTimesVector
+from support.ops import PyPlusOne
 
 import opweave
 from opweave.compile.function import function
@@ -50,21 +51,12 @@ def scale_function(**kwargs):
 
 
 def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_otherwise() -> None:
-    class PyOnly(Op):
-        __props__ = ()
-
-        def make_node(self, x):
-            return Apply(self, [x], [x.type()])
-
-        def perform(self, node, inputs, outputs):
-            outputs[0][0] = inputs[0] + 1
-
     x = dvector("x")
-    with pytest.raises(MissingCCode, match=r"node 0 \(PyOnly\).*no C implementation"):
-        function([x], PyOnly()(x), mode="C")
-    np.testing.assert_array_equal(function([x], PyOnly()(x), mode="py")(np.ones(2)), [2.0, 2.0])
+    with pytest.raises(MissingCCode, match=r"node 0 \(PyPlusOne\).*no C implementation"):
+        function([x], PyPlusOne()(x), mode="C")
+    np.testing.assert_array_equal(function([x], PyPlusOne()(x), mode="py")(np.ones(2)), [2.0, 2.0])
     # The default mode runs such nodes in Python, as PyTensor's does.
-    default = function([x], PyOnly()(x))
+    default = function([x], PyPlusOne()(x))
     np.testing.assert_array_equal(default(np.ones(2)), [2.0, 2.0])
     assert default.mode.linker_name == "c|py" and default.node_outcomes == [None]
 

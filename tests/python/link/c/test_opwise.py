@@ -8,7 +8,7 @@ import pytest
 from opweave.examples.vector_times_scalar import VectorTimesScalar
 from opweave.examples.vector_times_vector import VectorTimesVector
 from support.helpers import compiled_modules
-from support.ops import TwoWays
+from support.ops import PyPlusOne, TwoWays
 
 import opweave
 from opweave.compile.mode import Mode
@@ -17,18 +17,6 @@ from opweave.graph.op import Op
 from opweave.link.c.basic import MissingCCode
 from opweave.link.c.op import COp
 from opweave.tensor import dscalar, dvector, fvector, vector
-
-
-class PyPlusOne(Op):
-    """Python only: z = x + 1."""
-
-    __props__ = ()
-
-    def make_node(self, x):
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, outputs):
-        outputs[0][0] = inputs[0] + 1
 
 
 class HalfOk(TwoWays):
