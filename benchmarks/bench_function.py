@@ -52,6 +52,35 @@ ROWS = (
 # ---------------------------------------------------------------- worker side
 
 
+# The C code of the seed tutorial's VectorTimesVector, as it writes it.
+_SUPPORT_CODE_APPLY = """
+void vector_elemwise_mult_%(name)s(npy_%(dtype_x)s* x_ptr, int x_str,
+    npy_%(dtype_y)s* y_ptr, int y_str, npy_%(dtype_z)s* z_ptr, int z_str,
+    int nbElements)
+{ for (int i=0; i < nbElements; i++){
+    z_ptr[i * z_str] = x_ptr[i * x_str] * y_ptr[i * y_str]; } }
+"""
+
+_C_CODE = """
+if ( !vector_same_shape(%(x)s, %(y)s)) {
+    PyErr_Format(PyExc_ValueError, "Shape mismatch : x.shape[0] and y.shape[0] "
+        "should match but x.shape[0] == %%i and y.shape[0] == %%i",
+        PyArray_DIMS(%(x)s)[0], PyArray_DIMS(%(y)s)[0]);
+    %(fail)s;
+}
+if (NULL == %(z)s || !(vector_same_shape(%(x)s, %(z)s))) {
+    Py_XDECREF(%(z)s);
+    %(z)s = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(%(x)s), %(typenum_z)s, 0);
+    if (!%(z)s) { %(fail)s; }
+}
+vector_elemwise_mult_%(name)s(
+    (npy_%(dtype_x)s*)PyArray_DATA(%(x)s), PyArray_STRIDES(%(x)s)[0] / %(itemsize_x)s,
+    (npy_%(dtype_y)s*)PyArray_DATA(%(y)s), PyArray_STRIDES(%(y)s)[0] / %(itemsize_y)s,
+    (npy_%(dtype_z)s*)PyArray_DATA(%(z)s), PyArray_STRIDES(%(z)s)[0] / %(itemsize_z)s,
+    PyArray_DIMS(%(x)s)[0]);
+"""
+
+
 def make_vector_times_vector(api: SimpleNamespace) -> type:
     """The seed tutorial's VectorTimesVector, built from `api`'s COp and Apply."""
     numpy = api.numpy
@@ -87,14 +116,7 @@ def make_vector_times_vector(api: SimpleNamespace) -> type:
             dtype_x = node.inputs[0].dtype
             dtype_y = node.inputs[1].dtype
             dtype_z = node.outputs[0].dtype
-            c_support_code = """
-            void vector_elemwise_mult_%(name)s(npy_%(dtype_x)s* x_ptr, int x_str,
-                npy_%(dtype_y)s* y_ptr, int y_str, npy_%(dtype_z)s* z_ptr, int z_str,
-                int nbElements)
-            { for (int i=0; i < nbElements; i++){
-                z_ptr[i * z_str] = x_ptr[i * x_str] * y_ptr[i * y_str]; } }
-            """
-            return c_support_code % locals()
+            return _SUPPORT_CODE_APPLY % locals()
 
         def c_code(self, node, name, inp, out, sub):
             x, y = inp
@@ -107,25 +129,7 @@ def make_vector_times_vector(api: SimpleNamespace) -> type:
             itemsize_z = numpy.dtype(dtype_z).itemsize
             typenum_z = numpy.dtype(dtype_z).num
             fail = sub["fail"]
-            c_code = """
-            if ( !vector_same_shape(%(x)s, %(y)s)) {
-                PyErr_Format(PyExc_ValueError, "Shape mismatch : x.shape[0] and y.shape[0] "
-                    "should match but x.shape[0] == %%i and y.shape[0] == %%i",
-                    PyArray_DIMS(%(x)s)[0], PyArray_DIMS(%(y)s)[0]);
-                %(fail)s;
-            }
-            if (NULL == %(z)s || !(vector_same_shape(%(x)s, %(z)s))) {
-                Py_XDECREF(%(z)s);
-                %(z)s = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(%(x)s), %(typenum_z)s, 0);
-                if (!%(z)s) { %(fail)s; }
-            }
-            vector_elemwise_mult_%(name)s(
-                (npy_%(dtype_x)s*)PyArray_DATA(%(x)s), PyArray_STRIDES(%(x)s)[0] / %(itemsize_x)s,
-                (npy_%(dtype_y)s*)PyArray_DATA(%(y)s), PyArray_STRIDES(%(y)s)[0] / %(itemsize_y)s,
-                (npy_%(dtype_z)s*)PyArray_DATA(%(z)s), PyArray_STRIDES(%(z)s)[0] / %(itemsize_z)s,
-                PyArray_DIMS(%(x)s)[0]);
-            """
-            return c_code % locals()
+            return _C_CODE % locals()
 
     # PyTensor pickles the op into its cache key, so the class must be found by
     # name, as it is when a user's script defines it at the top level.

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 from support import second_user
+from support.redis_server import redis_server
+from support.transfer_archives import Export
+from support.transfer_archives import real_export as make_real_export
 
 
 @pytest.fixture(autouse=True)
@@ -43,3 +46,16 @@ def other_user() -> tuple[int, int]:
     skipped if it cannot have one, or failed if OPWEAVE_REQUIRE_SECOND_USER
     is set."""
     return second_user.other_user_ids()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """The URL of a real redis-server of this test's own, stopped after it."""
+    with redis_server(tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Export:
+    """The members of a real export file (support/transfer_archives.py)."""
+    return make_real_export(tmp_path_factory.mktemp("export"))

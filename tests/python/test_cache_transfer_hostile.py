@@ -1,7 +1,8 @@
 """``opweave cache import`` against crafted archives, and ``export``'s file.
 
-Each archive is built here, member by member (tar headers written by hand
-where ``tarfile`` would not write them), from the members of a real export.
+Each archive is built member by member (support/transfer_archives.py: tar
+headers written by hand where ``tarfile`` would not write them), from the
+members of a real export.
 Every refusal must be one line on stderr, never a traceback, with a non-zero
 exit status; the destination cache is checked for what was (not) imported.
 """
@@ -12,119 +13,26 @@ import gzip
 import json
 import os
 import stat
-import subprocess
-import sys
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.helpers import describe, run_command, run_graph
-
-from opweave._cache_transfer import _PURPOSE
-from opweave.link.c._entry_pack import sign
+from support.helpers import describe
+from support.transfer_archives import (
+    SECRET,
+    Export,
+    cached_keys,
+    cli,
+    flags,
+    good,
+    import_,
+    manifest_members,
+    member,
+    refused,
+    write,
+)
 
 pytestmark = pytest.mark.slow
-
-SECRET = "team-secret"
-
-
-@dataclass
-class Export:
-    """A real export file's members: the manifest and each entry's pack."""
-
-    manifest: dict
-    packs: dict[str, bytes]
-
-    @property
-    def keys(self) -> list[str]:
-        return [item["key"] for item in self.manifest["entries"]]
-
-
-def flags(root: Path, **options: object) -> dict[str, str]:
-    text = ",".join(f"{name}={value}" for name, value in {"compiledir": root, **options}.items())
-    return {"OPWEAVE_FLAGS": text}
-
-
-def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, **env}
-    return run_command([sys.executable, "-m", "opweave", "cache", *args], timeout=120, env=full)
-
-
-def cached_keys(root: Path) -> set[str]:
-    """The keys of the entries published under ``root``."""
-    return {path.name for path in root.glob("v2/entries/*/*") if len(path.name) == 64}
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Export:
-    """The members of an export of a cache that compiled one graph (a module
-    and its prelude: two entries)."""
-    root = tmp_path_factory.mktemp("source")
-    assert run_graph(root / "cache", "scaled:4")["right"]
-    archive = root / "export.tgz"
-    exported = cli("export", str(archive), env=flags(root / "cache"))
-    assert exported.returncode == 0, describe(exported)
-    with tarfile.open(archive) as tar:  # our own file: read it with tarfile
-        manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
-        packs = {
-            name[len("entries/") :]: tar.extractfile(name).read()  # type: ignore[union-attr]
-            for name in tar.getnames()
-            if name.startswith("entries/")
-        }
-    assert len(manifest["entries"]) == 2 and set(packs) == {i["key"] for i in manifest["entries"]}
-    return Export(manifest, packs)
-
-
-def member(name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE, **fields: object) -> bytes:
-    """One member: its header (written even where tarfile would refuse to),
-    then its data padded to 512 bytes."""
-    info = tarfile.TarInfo(name)
-    info.size, info.type, info.mode = len(data), kind, 0o600
-    for attribute, value in fields.items():
-        setattr(info, attribute, value)
-    header = info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
-    return header + data + bytes(-len(data) % 512)
-
-
-def manifest_members(manifest: dict, secret: str | None = SECRET) -> bytes:
-    """The manifest and, with a secret, its signature as export writes them."""
-    data = json.dumps(manifest).encode()
-    members = member("manifest.json", data)
-    if secret:
-        signed = sign(data, secret.encode(), _PURPOSE, "manifest.json")
-        members += member("signature", signed[: len(signed) - len(data)])
-    return members
-
-
-def write(path: Path, *members: bytes, end: bool = True) -> Path:
-    """A gzip-compressed tar of ``members`` (with its end-of-archive blocks)."""
-    data = b"".join(members) + (bytes(1024) if end else b"")
-    path.write_bytes(gzip.compress(data, compresslevel=1))
-    return path
-
-
-def good(export: Export, manifest: dict | None = None, secret: str | None = SECRET) -> list[bytes]:
-    manifest = export.manifest if manifest is None else manifest
-    packs = [member(f"entries/{key}", data) for key, data in export.packs.items()]
-    return [manifest_members(manifest, secret), *packs]
-
-
-def refused(result: subprocess.CompletedProcess[str], *words: str) -> str:
-    """Asserts a refusal: non-zero, one line on stderr naming ``words``."""
-    assert result.returncode != 0, describe(result)
-    assert "Traceback" not in result.stderr + result.stdout, describe(result)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("opweave: "), describe(result)
-    for word in words:
-        assert word in lines[0], describe(result)
-    return lines[0]
-
-
-def import_(path: Path, root: Path, *extra: str, **options: object) -> subprocess.CompletedProcess:
-    options.setdefault("cache__remote_secret", SECRET)
-    return cli("import", str(path), *extra, env=flags(root, **options))
-
 
 # --- the whole file is refused, nothing imported ---------------------------------------
 
@@ -147,7 +55,7 @@ def import_(path: Path, root: Path, *extra: str, **options: object) -> subproces
 )
 def test_a_member_that_export_does_not_write_refuses_the_file(
     tmp_path: Path,
-    source: Export,
+    exported: Export,
     name: str,
     kind: bytes,
     fields: dict,
@@ -155,25 +63,25 @@ def test_a_member_that_export_does_not_write_refuses_the_file(
 ) -> None:
     root = tmp_path / "b"
     crafted = member(name, b"planted\n", kind, **fields)
-    path = write(tmp_path / "crafted.tgz", *good(source), crafted)
+    path = write(tmp_path / "crafted.tgz", *good(exported), crafted)
     refused(import_(path, root), "refusing the export file", *words)
     assert cached_keys(root) == set()  # not even the good entries before it
     assert not (tmp_path / "escaped").exists() and not Path("/tmp/opweave-absolute").exists()
 
 
-def test_a_huge_member_is_refused_from_its_header_unread(tmp_path: Path, source: Export) -> None:
+def test_a_huge_member_is_refused_from_its_header_unread(tmp_path: Path, exported: Export) -> None:
     root = tmp_path / "b"
-    key = source.keys[0]
+    key = exported.keys[0]
     huge = member(f"entries/{key}", b"", size=300 << 30)[:512]  # a header; no data follows
-    path = write(tmp_path / "huge.tgz", manifest_members(source.manifest), huge, end=False)
+    path = write(tmp_path / "huge.tgz", manifest_members(exported.manifest), huge, end=False)
     line = refused(import_(path, root), "declares 300.0 GiB", "over the limit")
     assert "truncated" not in line  # refused from the header, before reading
     assert cached_keys(root) == set()
 
 
-def test_a_pack_over_the_configured_cap_is_refused(tmp_path: Path, source: Export) -> None:
+def test_a_pack_over_the_configured_cap_is_refused(tmp_path: Path, exported: Export) -> None:
     root = tmp_path / "b"
-    path = write(tmp_path / "export.tgz", *good(source))
+    path = write(tmp_path / "export.tgz", *good(exported))
     refused(import_(path, root, cache__remote_max_entry="64K"), "over the limit", "64.0 KiB")
     assert cached_keys(root) == set()
 
@@ -186,9 +94,9 @@ def test_a_huge_manifest_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cut", [10, 1000, 0.5, -40, -4])
 def test_a_truncated_file_is_refused_and_imports_nothing(
-    tmp_path: Path, source: Export, cut: float
+    tmp_path: Path, exported: Export, cut: float
 ) -> None:
-    whole = write(tmp_path / "whole.tgz", *good(source)).read_bytes()
+    whole = write(tmp_path / "whole.tgz", *good(exported)).read_bytes()
     size = int(len(whole) * cut) if isinstance(cut, float) else cut % len(whole)
     path = tmp_path / "cut.tgz"
     path.write_bytes(whole[:size])
@@ -196,8 +104,8 @@ def test_a_truncated_file_is_refused_and_imports_nothing(
     assert cached_keys(tmp_path / "b") == set()
 
 
-def test_a_tar_cut_at_a_member_boundary_is_refused(tmp_path: Path, source: Export) -> None:
-    path = write(tmp_path / "cut.tgz", *good(source), end=False)  # no end-of-archive
+def test_a_tar_cut_at_a_member_boundary_is_refused(tmp_path: Path, exported: Export) -> None:
+    path = write(tmp_path / "cut.tgz", *good(exported), end=False)  # no end-of-archive
     refused(import_(path, tmp_path / "b"), "truncated or damaged")
     assert cached_keys(tmp_path / "b") == set()
 
@@ -216,17 +124,17 @@ def test_a_missing_file_or_a_fifo_is_refused_without_blocking(tmp_path: Path) ->
     refused(import_(fifo, tmp_path / "b"), "not a regular file")
 
 
-def test_members_out_of_order_or_repeated_are_refused(tmp_path: Path, source: Export) -> None:
-    manifest, *packs = good(source)
+def test_members_out_of_order_or_repeated_are_refused(tmp_path: Path, exported: Export) -> None:
+    manifest, *packs = good(exported)
     for order in ([*packs, manifest], [manifest, *packs, packs[0]], [manifest, manifest]):
         path = write(tmp_path / "crafted.tgz", *order)
         refused(import_(path, tmp_path / "b"), "refusing the export file")
     assert cached_keys(tmp_path / "b") == set()
 
 
-def test_a_pack_the_manifest_does_not_name_is_refused(tmp_path: Path, source: Export) -> None:
-    listed = dict(source.manifest, entries=source.manifest["entries"][:1])
-    path = write(tmp_path / "extra.tgz", *good(source, listed))
+def test_a_pack_the_manifest_does_not_name_is_refused(tmp_path: Path, exported: Export) -> None:
+    listed = dict(exported.manifest, entries=exported.manifest["entries"][:1])
+    path = write(tmp_path / "extra.tgz", *good(exported, listed))
     refused(import_(path, tmp_path / "b"), "not named in its manifest")
     assert cached_keys(tmp_path / "b") == set()
 
@@ -235,10 +143,10 @@ def test_a_pack_the_manifest_does_not_name_is_refused(tmp_path: Path, source: Ex
 
 
 def test_an_unsigned_file_needs_trust_unsigned_which_costs_one_warning(
-    tmp_path: Path, source: Export
+    tmp_path: Path, exported: Export
 ) -> None:
     root = tmp_path / "b"
-    path = write(tmp_path / "unsigned.tgz", *good(source, secret=None))
+    path = write(tmp_path / "unsigned.tgz", *good(exported, secret=None))
     for options in ({"cache__remote_secret": ""}, {}):
         line = refused(import_(path, root, **options), "not signed", "--trust-unsigned")
         assert "run their code" in line
@@ -248,44 +156,44 @@ def test_an_unsigned_file_needs_trust_unsigned_which_costs_one_warning(
     warnings = trusted.stderr.strip().splitlines()
     assert len(warnings) == 1 and "WARNING" in warnings[0], describe(trusted)
     assert "runs its code" in warnings[0] and "--trust-unsigned" in warnings[0]
-    assert cached_keys(root) == set(source.keys)
+    assert cached_keys(root) == set(exported.keys)
 
 
 def test_a_signed_file_imports_with_the_secret_and_without_a_warning(
-    tmp_path: Path, source: Export
+    tmp_path: Path, exported: Export
 ) -> None:
     root = tmp_path / "b"
-    path = write(tmp_path / "signed.tgz", *good(source))
+    path = write(tmp_path / "signed.tgz", *good(exported))
     refused(import_(path, root, cache__remote_secret=""), "no secret is configured")
     result = import_(path, root)
     assert result.returncode == 0 and result.stderr == "", describe(result)
     assert "imported 2 entries" in result.stdout and "refused 0" in result.stdout
     listed = json.loads(cli("list", "--json", env=flags(root)).stdout)
-    assert {entry["key"] for entry in listed} == set(source.keys)
+    assert {entry["key"] for entry in listed} == set(exported.keys)
 
 
-def test_a_previous_secret_verifies_while_rotating(tmp_path: Path, source: Export) -> None:
-    path = write(tmp_path / "signed.tgz", *good(source))
+def test_a_previous_secret_verifies_while_rotating(tmp_path: Path, exported: Export) -> None:
+    path = write(tmp_path / "signed.tgz", *good(exported))
     options = {"cache__remote_secret": "new-secret", "cache__remote_secret_previous": SECRET}
     result = import_(path, tmp_path / "b", **options)
     assert result.returncode == 0, describe(result)
 
 
-def test_an_altered_manifest_or_another_secret_is_refused(tmp_path: Path, source: Export) -> None:
+def test_an_altered_manifest_or_another_secret_is_refused(tmp_path: Path, exported: Export) -> None:
     root = tmp_path / "b"
-    signature = manifest_members(source.manifest)[-1024:]  # the signature member
-    altered = json.dumps(dict(source.manifest, created=0)).encode()
-    packs = good(source)[1:]
+    signature = manifest_members(exported.manifest)[-1024:]  # the signature member
+    altered = json.dumps(dict(exported.manifest, created=0)).encode()
+    packs = good(exported)[1:]
     path = write(tmp_path / "altered.tgz", member("manifest.json", altered), signature, *packs)
     refused(import_(path, root), "signature does not hold")
     refused(import_(path, root, "--trust-unsigned"), "signature does not hold")
-    other = write(tmp_path / "other.tgz", *good(source))
+    other = write(tmp_path / "other.tgz", *good(exported))
     refused(import_(other, root, cache__remote_secret="other"), "signature does not hold")
     assert cached_keys(root) == set()
 
 
-def test_a_damaged_signature_is_refused(tmp_path: Path, source: Export) -> None:
-    data = json.dumps(source.manifest).encode()
+def test_a_damaged_signature_is_refused(tmp_path: Path, exported: Export) -> None:
+    data = json.dumps(exported.manifest).encode()
     path = write(tmp_path / "x.tgz", member("manifest.json", data), member("signature", b"junk"))
     refused(import_(path, tmp_path / "b", "--trust-unsigned"), "signature is damaged")
 
@@ -293,48 +201,52 @@ def test_a_damaged_signature_is_refused(tmp_path: Path, source: Export) -> None:
 # --- per entry: the others still import ------------------------------------------------
 
 
-def test_a_missing_pack_is_refused_and_the_others_imported(tmp_path: Path, source: Export) -> None:
+def test_a_missing_pack_is_refused_and_the_others_imported(
+    tmp_path: Path, exported: Export
+) -> None:
     root = tmp_path / "b"
-    ghost = dict(source.manifest["entries"][0], key="0" * 64)
-    manifest = dict(source.manifest, entries=[*source.manifest["entries"], ghost])
-    path = write(tmp_path / "missing.tgz", *good(source, manifest))
+    ghost = dict(exported.manifest["entries"][0], key="0" * 64)
+    manifest = dict(exported.manifest, entries=[*exported.manifest["entries"], ghost])
+    path = write(tmp_path / "missing.tgz", *good(exported, manifest))
     result = import_(path, root)
     assert result.returncode == 1, describe(result)
     assert "imported 2 entries" in result.stdout and "refused 1" in result.stdout
     assert (
         result.stderr.strip() == f"opweave: refused {'0' * 64}: its pack is missing from the file"
     )
-    assert cached_keys(root) == set(source.keys)
+    assert cached_keys(root) == set(exported.keys)
 
 
 @pytest.mark.parametrize("bad", ["../../etc/passwd", "ABC", "0" * 63, 7, "a" * 64 + "\n"])
 def test_a_manifest_key_that_is_not_a_key_is_refused_alone(
-    tmp_path: Path, source: Export, bad: object
+    tmp_path: Path, exported: Export, bad: object
 ) -> None:
     root = tmp_path / "b"
-    item = dict(source.manifest["entries"][0], key=bad)
-    manifest = dict(source.manifest, entries=[*source.manifest["entries"], item])
-    path = write(tmp_path / "badkey.tgz", *good(source, manifest))
+    item = dict(exported.manifest["entries"][0], key=bad)
+    manifest = dict(exported.manifest, entries=[*exported.manifest["entries"], item])
+    path = write(tmp_path / "badkey.tgz", *good(exported, manifest))
     result = import_(path, root)
     assert result.returncode == 1 and "Traceback" not in result.stderr, describe(result)
     assert "imported 2 entries" in result.stdout and "refused 1" in result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "not a cache key" in lines[0], describe(result)
-    assert cached_keys(root) == set(source.keys)
+    assert cached_keys(root) == set(exported.keys)
 
 
-def test_an_altered_pack_is_refused_and_the_others_imported(tmp_path: Path, source: Export) -> None:
+def test_an_altered_pack_is_refused_and_the_others_imported(
+    tmp_path: Path, exported: Export
+) -> None:
     root = tmp_path / "b"
-    module, prelude = source.keys
-    data = bytearray(source.packs[module])
+    module, prelude = exported.keys
+    data = bytearray(exported.packs[module])
     data[-100] ^= 0xFF
-    manifest_part, *_ = good(source)
+    manifest_part, *_ = good(exported)
     altered = member(f"entries/{module}", bytes(data))
     path = write(
         tmp_path / "altered.tgz",
         manifest_part,
         altered,
-        member(f"entries/{prelude}", source.packs[prelude]),
+        member(f"entries/{prelude}", exported.packs[prelude]),
     )
     result = import_(path, root)
     assert result.returncode == 1, describe(result)
@@ -343,17 +255,17 @@ def test_an_altered_pack_is_refused_and_the_others_imported(tmp_path: Path, sour
 
 
 def test_a_signed_pack_that_does_not_verify_is_refused_alone(
-    tmp_path: Path, source: Export
+    tmp_path: Path, exported: Export
 ) -> None:
     """The signer's manifest names the right hash, but the pack is another
     key's entry: the core's verification refuses it."""
     root = tmp_path / "b"
-    module, prelude = source.keys
-    moved = dict(source.manifest["entries"][1], key="1" * 64)
-    moved["sha256"] = source.manifest["entries"][0]["sha256"]
-    manifest = dict(source.manifest, entries=[source.manifest["entries"][1], moved])
-    members = [member(f"entries/{prelude}", source.packs[prelude])]
-    members.append(member(f"entries/{'1' * 64}", source.packs[module]))
+    module, prelude = exported.keys
+    moved = dict(exported.manifest["entries"][1], key="1" * 64)
+    moved["sha256"] = exported.manifest["entries"][0]["sha256"]
+    manifest = dict(exported.manifest, entries=[exported.manifest["entries"][1], moved])
+    members = [member(f"entries/{prelude}", exported.packs[prelude])]
+    members.append(member(f"entries/{'1' * 64}", exported.packs[module]))
     path = write(tmp_path / "moved.tgz", manifest_members(manifest), *members)
     result = import_(path, root)
     assert result.returncode == 1, describe(result)
@@ -361,9 +273,9 @@ def test_a_signed_pack_that_does_not_verify_is_refused_alone(
     assert cached_keys(root) == {prelude}
 
 
-def test_entries_of_another_environment_are_skipped(tmp_path: Path, source: Export) -> None:
-    entries = [dict(item, environment="elsewhere") for item in source.manifest["entries"]]
-    path = write(tmp_path / "other.tgz", *good(source, dict(source.manifest, entries=entries)))
+def test_entries_of_another_environment_are_skipped(tmp_path: Path, exported: Export) -> None:
+    entries = [dict(item, environment="elsewhere") for item in exported.manifest["entries"]]
+    path = write(tmp_path / "other.tgz", *good(exported, dict(exported.manifest, entries=entries)))
     result = import_(path, tmp_path / "b")
     assert result.returncode == 0, describe(result)
     assert "imported 0 entries" in result.stdout and "skipped 2 of another" in result.stdout
@@ -374,10 +286,10 @@ def test_entries_of_another_environment_are_skipped(tmp_path: Path, source: Expo
 
 
 def test_export_writes_mode_0600_and_never_follows_a_link_at_partial(
-    tmp_path: Path, source: Export
+    tmp_path: Path, exported: Export
 ) -> None:
     root = tmp_path / "b"
-    assert import_(write(tmp_path / "in.tgz", *good(source)), root).returncode == 0
+    assert import_(write(tmp_path / "in.tgz", *good(exported)), root).returncode == 0
     victim = tmp_path / "victim"
     victim.write_text("untouched\n")
     target = tmp_path / "out" / "cache.tgz"
@@ -395,7 +307,7 @@ def test_export_writes_mode_0600_and_never_follows_a_link_at_partial(
     with tarfile.open(target) as tar:
         names = tar.getnames()
     assert names[0] == "manifest.json"
-    assert sorted(names[1:]) == sorted(f"entries/{key}" for key in source.keys)
+    assert sorted(names[1:]) == sorted(f"entries/{key}" for key in exported.keys)
 
 
 def test_export_into_a_missing_directory_fails_in_one_line(tmp_path: Path) -> None:
@@ -403,13 +315,13 @@ def test_export_into_a_missing_directory_fails_in_one_line(tmp_path: Path) -> No
     refused(result, "cannot write the export file")
 
 
-def test_export_then_import_round_trip_with_a_secret(tmp_path: Path, source: Export) -> None:
+def test_export_then_import_round_trip_with_a_secret(tmp_path: Path, exported: Export) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    assert import_(write(tmp_path / "in.tgz", *good(source)), a).returncode == 0
+    assert import_(write(tmp_path / "in.tgz", *good(exported)), a).returncode == 0
     out = tmp_path / "out.tgz"
     assert cli("export", str(out), env=flags(a, cache__remote_secret=SECRET)).returncode == 0
     with tarfile.open(out) as tar:
         assert tar.getnames()[:2] == ["manifest.json", "signature"]
     result = import_(out, b)
     assert result.returncode == 0 and "imported 2 entries" in result.stdout, describe(result)
-    assert cached_keys(b) == set(source.keys)
+    assert cached_keys(b) == set(exported.keys)

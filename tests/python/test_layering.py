@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "opweave.__main__",
         "opweave._cache_cli",
         "opweave._cache_transfer",
+        "opweave._export_archive",
         "opweave.examples",
     ),
 ]

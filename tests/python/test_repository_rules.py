@@ -1,7 +1,10 @@
-"""House rules that a test can check: the C++ core never includes Python."""
+"""House rules that a test can check: the C++ core never includes Python;
+ARCHITECTURE.md names only paths that exist; no Python file is over 400
+lines, and no function over 60."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -42,3 +45,38 @@ def test_every_path_architecture_names_exists() -> None:
 def test_architecture_links_nothing_outside_the_repository() -> None:
     text = (ROOT / "ARCHITECTURE.md").read_text()
     assert "../" not in text and "http" not in text
+
+
+MAX_FILE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _python_files() -> list[Path]:
+    """Every hand-written Python file of the repository (the stub of
+    opweave._core is generated, and is a .pyi)."""
+    roots = ["python", "tests", "benchmarks", "examples"]
+    return sorted(
+        p for root in roots for p in (ROOT / root).rglob("*.py") if "build" not in p.parts
+    )
+
+
+def test_no_python_file_is_over_400_lines() -> None:
+    files = _python_files()
+    assert len(files) > 100
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in files
+        if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_is_over_60_lines() -> None:
+    long = {}
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.name}"] = lines
+    assert long == {}

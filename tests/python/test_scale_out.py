@@ -12,56 +12,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import describe, run_command, run_graph, sanitize_env
-from support.redis_server import ccache_stats, free_port, redis_server, sccache_hits
+from support.helpers import describe, run_command, sanitize_env
+from support.redis_server import ccache_stats, free_port, sccache_hits
+from support.scale_out import compiles, flags, logging_compiler, machine
 
 pytestmark = pytest.mark.slow
-
-GRAPH = "units:30"  # 30 distinct node codes: compiled as units, then linked
-
-
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    with redis_server(tmp_path) as url:
-        yield url
-
-
-def logging_compiler(tmp_path: Path) -> tuple[str, Path]:
-    """A g++ wrapper that logs every run's arguments."""
-    log = tmp_path / "compiler-runs.log"
-    wrapper = tmp_path / "logging-cxx"
-    cxx = shutil.which("g++")
-    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {cxx} "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return str(wrapper), log
-
-
-def compiles(log: Path) -> list[str]:
-    """The logged runs that compiled or linked (all but version queries),
-    and the log emptied."""
-    lines = log.read_text().splitlines() if log.exists() else []
-    log.write_text("")
-    return [line for line in lines if line.strip() != "--version"]
-
-
-def flags(**options: object) -> dict[str, str]:
-    text = ",".join(f"{name}={value}" for name, value in options.items())
-    return {"OPWEAVE_FLAGS": text}
-
-
-def machine(root: Path, graph: str = GRAPH, env: dict[str, str] | None = None) -> dict:
-    report = run_graph(root, graph, env=env)
-    assert report["right"], report
-    return report
 
 
 # --- launchers ----------------------------------------------------------------
@@ -257,121 +218,6 @@ def test_a_compile_error_under_a_launcher_cites_the_kept_source(tmp_path: Path) 
 
 
 # --- the remote tier ------------------------------------------------------------
-
-
-def test_remote_tier_serves_another_machine_with_no_compile(tmp_path: Path, redis_url: str) -> None:
-    cxx, log = logging_compiler(tmp_path)
-    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="team", cxx=cxx)
-    assert machine(tmp_path / "a", env=env)["outcomes"] == ["built"]
-    assert compiles(log)  # A compiled
-    report = machine(tmp_path / "b", env=env)
-    assert report["outcomes"] == ["hit"]
-    assert compiles(log) == []  # B ran no compiler
-    assert any("fetched module" in r["message"] for r in report["logs"])
-    # B's entry is a local one now: a third process hits without the remote.
-    assert machine(tmp_path / "b", env=flags(cxx=cxx))["outcomes"] == ["hit"]
-
-
-def tamper(redis_url: str, key: str, offset: int) -> None:
-    """Flips one byte of the value stored under `key`."""
-    port = int(redis_url.rsplit(":", 1)[1])
-    sys.path.insert(0, str(Path(__file__).parents[2] / "python"))
-    from opweave.link.c._resp import RespClient
-
-    client = RespClient(f"redis://127.0.0.1:{port}", 2.0)
-    value = bytearray(client.get(key) or b"")
-    assert value
-    value[offset] ^= 0xFF
-    client.set(key, bytes(value))
-
-
-def stored_keys(redis_url: str) -> list[str]:
-    port = redis_url.rsplit(":", 1)[1]
-    with socket.create_connection(("127.0.0.1", int(port)), timeout=2) as sock:
-        sock.sendall(b"KEYS opweave:*\r\n")
-        reply = b""
-        while not reply.endswith(b"\r\n") or reply.count(b"\r\n") < 1 + 2 * int(
-            reply[1 : reply.index(b"\r\n")] if b"\r\n" in reply else 0
-        ):
-            reply += sock.recv(65536)
-    return [line.decode() for line in reply.split(b"\r\n") if line.startswith(b"opweave:")]
-
-
-@pytest.mark.parametrize("where", ["library", "signature"])
-def test_a_tampered_remote_entry_is_refused_with_a_secret(
-    tmp_path: Path, redis_url: str, where: str
-) -> None:
-    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="s3cret")
-    machine(tmp_path / "a", graph="scaled:7", env=env)
-    [key] = stored_keys(redis_url)
-    tamper(redis_url, key, -100 if where == "library" else 20)
-    report = machine(tmp_path / "b", graph="scaled:7", env=env)
-    assert report["outcomes"] == ["built"]  # refused, so built locally
-    refused = [r for r in report["logs"] if "refused the remote cache's entry" in r["message"]]
-    assert refused and refused[0]["level"] == "WARNING"
-    assert "signature does not hold" in refused[0]["message"]
-
-
-def test_an_unsigned_remote_entry_is_refused_with_a_secret(tmp_path: Path, redis_url: str) -> None:
-    unsigned = flags(cache__remote=f"{redis_url}/0", cache__remote_trust_unsigned=True)
-    machine(tmp_path / "a", graph="scaled:8", env=unsigned)
-    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret="s3cret")
-    report = machine(tmp_path / "b", graph="scaled:8", env=env)
-    assert report["outcomes"] == ["built"]
-    assert any("refusing unsigned entries" in r["message"] for r in report["logs"])
-
-
-def test_a_signed_entry_is_served_with_the_secret_from_a_file(
-    tmp_path: Path, redis_url: str
-) -> None:
-    secret = tmp_path / "secret"
-    secret.write_text("from-a-file\n")
-    env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret=f"file:{secret}")
-    machine(tmp_path / "a", graph="scaled:9", env=env)
-    assert machine(tmp_path / "b", graph="scaled:9", env=env)["outcomes"] == ["hit"]
-
-
-def test_a_stopped_remote_does_not_fail_a_call(tmp_path: Path) -> None:
-    env = flags(cache__remote=f"redis://127.0.0.1:{free_port()}/0", cache__remote_secret="s")
-    report = machine(tmp_path / "a", graph="scaled:3", env=env)
-    warnings = [r for r in report["logs"] if r["level"] == "WARNING"]
-    assert report["outcomes"] == ["built"]
-    assert len(warnings) == 1 and "remote cache" in warnings[0]["message"]
-
-
-def test_a_remote_that_never_answers_costs_at_most_its_timeout(tmp_path: Path) -> None:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
-        accepted: list[socket.socket] = []
-        stop = threading.Event()
-
-        def accept() -> None:
-            server.settimeout(0.1)
-            while not stop.is_set():
-                try:
-                    accepted.append(server.accept()[0])  # and never answer
-                except OSError:
-                    pass
-
-        thread = threading.Thread(target=accept)
-        thread.start()
-        try:
-            port = server.getsockname()[1]
-            env = flags(
-                cache__remote=f"redis://127.0.0.1:{port}/0",
-                cache__remote_secret="s",
-                cache__remote_timeout=0.5,
-            )
-            report = run_graph(tmp_path / "a", "scaled:5", env=env, timeout=60)
-        finally:
-            stop.set()
-            thread.join()
-            for sock in accepted:
-                sock.close()
-    assert report["right"] and report["outcomes"] == ["built"]
-    warnings = [r for r in report["logs"] if r["level"] == "WARNING"]
-    assert len(warnings) == 1 and "timed out" in warnings[0]["message"]
 
 
 # --- read-only and layered caches ----------------------------------------------------

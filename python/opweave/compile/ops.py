@@ -67,6 +67,14 @@ def _one_variable(op: Any, x: Any) -> Variable:
     return x
 
 
+def _same_type_node(op: Any, x: Any) -> Apply:
+    """An apply of ``op`` on the variable ``x`` (opweave's, or another graph
+    library's: see :func:`~opweave.graph.basic.fresh_variable` and
+    :func:`~opweave.graph.basic.make_apply`) whose output has ``x``'s type."""
+    x = _one_variable(op, x)
+    return make_apply(op, [x], [fresh_variable(x)])
+
+
 class ViewOp(COp):
     """Returns its input: the output is a view of (the same object as) the
     input. It exists to mark where a graph returns an alias of a value.
@@ -80,11 +88,9 @@ class ViewOp(COp):
     c_code_and_version: ClassVar[dict[type, tuple[str, tuple[Any, ...]]]] = {}
 
     def make_node(self, x: Any) -> Apply:
-        """An apply of this op on the variable ``x`` (opweave's, or another
-        graph library's: see :func:`~opweave.graph.basic.fresh_variable` and
-        :func:`~opweave.graph.basic.make_apply`); the output has ``x``'s type."""
-        x = _one_variable(self, x)
-        return make_apply(self, [x], [fresh_variable(x)])
+        """An apply of this op on the variable ``x``; the output has ``x``'s
+        type (see :func:`_same_type_node`)."""
+        return _same_type_node(self, x)
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
         """The output is the input object itself."""
@@ -126,11 +132,9 @@ class DeepCopyOp(COp):
     c_code_and_version: ClassVar[dict[type, tuple[str, tuple[Any, ...]]]] = {}
 
     def make_node(self, x: Any) -> Apply:
-        """An apply of this op on the variable ``x`` (opweave's, or another
-        graph library's: see :func:`~opweave.graph.basic.fresh_variable` and
-        :func:`~opweave.graph.basic.make_apply`); the output has ``x``'s type."""
-        x = _one_variable(self, x)
-        return make_apply(self, [x], [fresh_variable(x)])
+        """An apply of this op on the variable ``x``; the output has ``x``'s
+        type (see :func:`_same_type_node`)."""
+        return _same_type_node(self, x)
 
     def perform(self, node: Apply, inputs: Sequence[Any], output_storage: list[list[Any]]) -> None:
         """Copies the input: ``value.copy()`` if it has that method, else

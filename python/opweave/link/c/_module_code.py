@@ -66,8 +66,24 @@ def module_code(
     groups = plan_units(structs)
     if not groups:
         return spec, None
+    return _in_units(groups, objects, code, run_steps, cells, nodes_code, spec), spec
+
+
+def _in_units(
+    groups: list[Any],
+    objects: list[Any],
+    code: dict[int, ObjectCode],
+    run_steps: list[Any],
+    cells: Cells,
+    nodes_code: NodeStructs,
+    spec: dict[str, Any],
+) -> dict[str, Any]:
+    """The module-level parts of a module whose op structs of ``groups`` are
+    compiled as units: the module keeps the cells, and the structs that no
+    unit holds, and calls the others' run() through a table; ``spec`` is the
+    same module as one translation unit."""
+    structs = nodes_code.codes
     in_units = {c.struct.name for g in groups for c in g}
-    # The module keeps the cells, and the structs that no unit holds.
     own = [c for c in structs if c.struct.name not in in_units]
     kept = {id(cells.types[cell][0]) for cell in cells.definitions}
     kept.update(id(op) for c in own for op in c.ops)
@@ -102,7 +118,7 @@ def module_code(
             for group in groups
         ],
     )
-    return split, spec
+    return split
 
 
 def _translation_unit(parts: list[ObjectCode], structs: list[StructCode]) -> dict[str, Any]:

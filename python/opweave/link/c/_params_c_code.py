@@ -3,10 +3,90 @@ members of its struct, and the code that fills one from a ``Params`` dict."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["extract_code", "struct_members"]
+__all__ = ["C_CPP_KEYWORDS", "ERROR_CONTEXT", "check_field_name", "extract_code", "struct_members"]
+
+
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+C_CPP_KEYWORDS = frozenset(
+    """
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+    char8_t char16_t char32_t class compl concept const const_cast consteval
+    constexpr constinit continue co_await co_return co_yield decltype default
+    delete do double dynamic_cast else enum explicit export extern false float
+    for friend goto if inline int long mutable namespace new noexcept not not_eq
+    nullptr operator or or_eq private protected public register reinterpret_cast
+    requires restrict return short signed sizeof static static_assert static_cast
+    struct switch template this thread_local throw true try typedef typeid
+    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+    _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn
+    _Static_assert _Thread_local NULL
+    """.split()
+)
+"""Names that cannot be fields: the C and C++ keywords, and ``NULL``."""
+
+# Members of the generated struct, and the attribute Params keeps its type in.
+_RESERVED = frozenset({"extract", "cleanup", "setErrorOccurred", "errorOccurred", "params_type"})
+_RESERVED_PREFIX = "opweave_"
+
+# A failed field extraction raises its error again, the message naming the
+# field and the original error as the cause. (PyErr_Fetch is deprecated from
+# Python 3.12 on, PyErr_GetRaisedException new in it.)
+ERROR_CONTEXT = """\
+#ifndef OPWEAVE_PARAMS_ERROR_CONTEXT
+#define OPWEAVE_PARAMS_ERROR_CONTEXT
+static inline PyObject* opweave_params_take_error() {
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value && traceback) {
+        PyException_SetTraceback(value, traceback);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+#endif
+}
+static inline void opweave_params_error_context(const char* field) {
+    PyObject* cause = opweave_params_take_error();
+    if (!cause) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "ParamsType: extracting field '%s' failed without setting an error", field);
+        return;
+    }
+    PyErr_Format((PyObject*)Py_TYPE(cause), "ParamsType field '%s': %S", field, cause);
+    PyObject* raised = opweave_params_take_error();
+    if (!raised) {
+        Py_DECREF(cause);
+        return;
+    }
+    PyException_SetCause(raised, cause); /* steals the reference to cause */
+    PyErr_SetObject((PyObject*)Py_TYPE(raised), raised);
+    Py_DECREF(raised);
+}
+#endif
+"""
+
+
+def check_field_name(name: str) -> None:
+    """Raises AttributeError unless ``name`` can name a field of a ParamsType's
+    struct: a C identifier, no C or C++ keyword, none of the struct's own."""
+    if not _FIELD_NAME.match(name):
+        raise AttributeError(f"ParamsType: field name {name!r} is not a C identifier")
+    if name in C_CPP_KEYWORDS:
+        raise AttributeError(f"ParamsType: field name {name!r} is a C or C++ keyword")
+    if name in _RESERVED or name.startswith(_RESERVED_PREFIX):
+        raise AttributeError(
+            f"ParamsType: field name {name!r} is reserved (the struct's own members are "
+            f"{', '.join(sorted(_RESERVED))} and names starting with {_RESERVED_PREFIX!r})"
+        )
 
 
 def _field_sub(field: str, position: int) -> dict[str, str]:

@@ -135,31 +135,34 @@ def _unchecked_arguments(fgraph: FunctionGraph, steps: Sequence[TableStep]) -> l
     return [p for p, v in enumerate(fgraph.inputs) if id(v) in unchecked]
 
 
-def table_function(
-    fgraph: FunctionGraph,
-    binding: InputBinding,
-    single: bool,
+def _storage_plan(
+    layout: _Layout,
     steps: Sequence[TableStep],
+    outputs: list[int],
+    no_recycling: Sequence[Variable],
     allow_gc: bool,
-    no_recycling: Sequence[Variable] = (),
-) -> Any:
-    """A :class:`opweave._core.Function` running ``steps`` in order through
-    a StepRunner (see the top)."""
-    layout = _Layout(fgraph, steps)
-    outputs = layout.of(fgraph.outputs)
+) -> tuple[list[list[int]], set[int]]:
+    """Per step, the slots freed after it (with ``allow_gc``: the
+    intermediates it reads last); and the slots whose storage is kept
+    between calls (without ``allow_gc``: the intermediates neither returned
+    nor in ``no_recycling``)."""
     returned = set(outputs)
     made = {layout.slot[id(v)] for step in steps for v in step.outputs}
     fresh = {layout.slot[id(v)] for v in no_recycling if id(v) in layout.slot}
-    recycled = made - returned - fresh
-    keep = set() if allow_gc else recycled
+    keep = set() if allow_gc else made - returned - fresh
     last_read = {s: k for k, step in enumerate(steps) for s in layout.of(step.inputs)}
     gc: list[list[int]] = [[] for _ in steps]
     if allow_gc:
         for slot, k in last_read.items():
             if slot in made and slot not in returned:
                 gc[k].append(slot)
-    filtered = _unchecked_arguments(fgraph, steps)
-    table = [
+    return gc, keep
+
+
+def _table(layout: _Layout, steps: Sequence[TableStep], keep: set[int]) -> list[tuple[Any, ...]]:
+    """The StepRunner's table: per compiled step, its ABI, module, orphans,
+    slots and which outputs keep their storage; per Python step, its run."""
+    return [
         (
             0,
             step.abi,
@@ -173,6 +176,23 @@ def table_function(
         else (1, step.run, layout.of(step.inputs), layout.of(step.outputs))
         for step in steps
     ]
+
+
+def table_function(
+    fgraph: FunctionGraph,
+    binding: InputBinding,
+    single: bool,
+    steps: Sequence[TableStep],
+    allow_gc: bool,
+    no_recycling: Sequence[Variable] = (),
+) -> Any:
+    """A :class:`opweave._core.Function` running ``steps`` in order through
+    a StepRunner (see the top)."""
+    layout = _Layout(fgraph, steps)
+    outputs = layout.of(fgraph.outputs)
+    gc, keep = _storage_plan(layout, steps, outputs, no_recycling, allow_gc)
+    filtered = _unchecked_arguments(fgraph, steps)
+    table = _table(layout, steps, keep)
     on_error = _OnError(binding, steps)
     pool: dict[int, Any] = {}
 

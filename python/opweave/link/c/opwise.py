@@ -33,18 +33,16 @@ applies the same op to the same types shares it through the module cache.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.graph.perform import PERFORM, own_thunk, own_thunk_impl
-from opweave.link.basic import NodeThunk, has_perform, perform_params, perform_thunk
+from opweave.link.basic import NodeThunk, has_perform, perform_thunk
 from opweave.link.c._export_lookup import load_exports
 from opweave.link.c._node_keys import NodeCode, node_code, single_node_graph
 from opweave.link.c._step_table import TableStep, table_function
-from opweave.link.c.hooks import get_hook
+from opweave.link.c._steps import can_run_in_c, compiled_part, part, python_step
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import InputBinding, compiled_function
 from opweave.link.thunk import Linker
@@ -57,10 +55,6 @@ __all__ = [
     "perform_thunk",
     "region_steps",
 ]
-
-
-def _is_float16(variable: Variable) -> bool:
-    return getattr(variable.type, "dtype", None) == "float16"
 
 
 class OpWiseCLinker(Linker):
@@ -142,14 +136,6 @@ class OpWiseCLinker(Linker):
         )
 
 
-def can_run_in_c(node: Apply) -> bool:
-    """Whether ``node`` has C code it may use (float16 data needs ``_f16_ok``)."""
-    if get_hook(node.op, "c_code") is None:
-        return False
-    touches_f16 = any(_is_float16(v) for v in [*node.inputs, *node.outputs])
-    return not touches_f16 or bool(getattr(node.op, "_f16_ok", False))
-
-
 def region_steps(
     fgraph: FunctionGraph,
     label: str,
@@ -177,7 +163,7 @@ def region_steps(
             steps.extend(region)
             run = []
         if node is not None:
-            steps.append(_python_step(node, numbers[id(node)]))
+            steps.append(python_step(node, numbers[id(node)]))
     return steps
 
 
@@ -210,11 +196,11 @@ def _reused_steps(
     if any(found is None for found in exported.values()):
         return None
     modules = {id(found[0]): found[0] for found in exported.values() if found is not None}
-    parts.extend(_part("hit", {}, (), "", None, m.__file__) for m in modules.values())
+    parts.extend(part("hit", {}, (), "", None, m.__file__) for m in modules.values())
     steps = []
     for index, (node, code) in enumerate(zip(nodes, codes, strict=True)):
         if code is None:
-            steps.append(_python_step(node, index))
+            steps.append(python_step(node, index))
             continue
         module, abi = exported[code.key]  # type: ignore[misc]  # none is None here
         what = f"node {index} ({node.op})"
@@ -235,75 +221,31 @@ def _reused_steps(
     return steps
 
 
-def _part(
-    outcome: str,
-    seconds: dict[str, float],
-    units: Any,
-    whole_because: str,
-    source: str | None,
-    library: str | None,
-) -> SimpleNamespace:
-    """A module a function uses, as the compile profile reads it."""
-    return SimpleNamespace(
-        cache_outcome=outcome,
-        compile_seconds=seconds,
-        compile_units=units,
-        whole_because=whole_because,
-        source=source,
-        library=library,
+def _region_ends(
+    fgraph: FunctionGraph,
+    order: list[Apply],
+    nodes: list[Apply],
+    numbers: dict[int, int],
+    inside: set[int],
+) -> tuple[list[Variable], list[Variable]]:
+    """The inputs of the region of ``nodes`` (what they read from outside
+    it: no constant but those the graph takes as inputs) and its outputs
+    (what a later node or the graph's outputs read); ``inside``: the ids of
+    the variables its nodes make."""
+    later = {id(v) for v in fgraph.outputs}
+    for node in order[numbers[id(nodes[-1])] + 1 :]:
+        later.update(id(v) for v in node.inputs)
+    given = {id(v) for v in fgraph.inputs}  # constants among them are passed
+    inputs = list(
+        {
+            id(v): v
+            for node in nodes
+            for v in node.inputs
+            if id(v) not in inside and (not is_constant(v) or id(v) in given)
+        }.values()
     )
-
-
-def _python_step(node: Apply, index: int) -> TableStep:
-    """A step running ``node``'s perform, or its op's own ``make_thunk``
-    when that is its Python implementation. Its outputs go through their
-    types' ``filter`` once compiled code has found one inexact (a perform
-    may return a list where the next node's C code wants an array): the
-    step's ``convert`` is set then (see _step_table._OnError)."""
-    impl = own_thunk_impl(node.op)
-    if impl is not PERFORM:
-        return _thunk_step(node, index, own_thunk(node, impl))
-    if not has_perform(node.op):
-        raise MissingCCode(
-            f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
-            f"Python ({type(node.op).__name__} defines no perform)"
-        )
-    if len(node.outputs) != 1:
-        return _thunk_step(node, index, perform_thunk(node))
-    # The common case, one output, without the loops.
-    op, params = node.op, perform_params(node)
-    only = node.outputs[0].type.filter
-    convert = [False]
-
-    def run(values: list[Any]) -> list[Any]:
-        cell: list[Any] = [None]
-        op.perform(node, values, [cell], *params)
-        result = cell[0]
-        if result is None:
-            raise ValueError(f"{op}.perform did not set output 0")
-        return [only(result, strict=False) if convert[0] else result]
-
-    return _step(node, index, run, convert)
-
-
-def _thunk_step(node: Apply, index: int, thunk: NodeThunk) -> TableStep:
-    """A step running ``thunk``, its results filtered once ``convert`` is set."""
-    filters = [v.type.filter for v in node.outputs]
-    convert = [False]
-
-    def run(values: list[Any]) -> list[Any]:
-        results = thunk(values)
-        if convert[0]:
-            return [f(r, strict=False) for f, r in zip(filters, results, strict=True)]
-        return results
-
-    return _step(node, index, run, convert)
-
-
-def _step(node: Apply, index: int, run: Any, convert: list[bool]) -> TableStep:
-    run.convert = convert  # read by _step_table._OnError
-    label = f"node {index} ({node.op})"
-    return TableStep(None, run, (), list(node.inputs), list(node.outputs), label, [None], index)
+    outputs = [v for node in nodes for v in node.outputs if id(v) in later]
+    return inputs, outputs
 
 
 def _compiled_region(
@@ -320,19 +262,7 @@ def _compiled_region(
     from opweave.link.c.basic import CLinker
 
     inside = {id(v) for node in nodes for v in node.outputs}
-    later = {id(v) for v in fgraph.outputs}
-    for node in order[numbers[id(nodes[-1])] + 1 :]:
-        later.update(id(v) for v in node.inputs)
-    given = {id(v) for v in fgraph.inputs}  # constants among them are passed
-    inputs = list(
-        {
-            id(v): v
-            for node in nodes
-            for v in node.inputs
-            if id(v) not in inside and (not is_constant(v) or id(v) in given)
-        }.values()
-    )
-    outputs = [v for node in nodes for v in node.outputs if id(v) in later]
+    inputs, outputs = _region_ends(fgraph, order, nodes, numbers, inside)
     region = FunctionGraph(inputs, outputs)
 
     def split() -> list[TableStep]:
@@ -349,7 +279,7 @@ def _compiled_region(
         compiled = linker.accept(region, no_recycling=kept).compile()
     except MissingCCode:
         if len(nodes) == 1:
-            return [_python_step(nodes[0], numbers[id(nodes[0])])]
+            return [python_step(nodes[0], numbers[id(nodes[0])])]
         return split()
     except CompileError:
         # Nodes that compile on their own may not compile together (two enums
@@ -357,16 +287,7 @@ def _compiled_region(
         if len(nodes) == 1:
             raise
         return split()
-    parts.append(
-        _part(
-            compiled.outcome,
-            compiled.seconds or {},
-            compiled.units,
-            compiled.whole_because,
-            compiled.source,
-            compiled.library,
-        )
-    )
+    parts.append(compiled_part(compiled))
     first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
     return [
         TableStep(

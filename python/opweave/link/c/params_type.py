@@ -17,197 +17,30 @@ values generate the same source, and share one compiled module.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
-from typing import Any, NoReturn
-
-import numpy as np
+from typing import Any
 
 from opweave.link.c._flags import uniq_flags
-from opweave.link.c._params_c_code import extract_code, struct_members
+from opweave.link.c._params_c_code import (
+    ERROR_CONTEXT,
+    check_field_name,
+    extract_code,
+    struct_members,
+)
+
+# Pickles made before _params_value.py existed name _rebuild_params here.
+from opweave.link.c._params_value import Params, _rebuild_params, mismatch  # noqa: F401
 from opweave.link.c.enum_type import EnumType
 from opweave.link.c.hooks import as_code_list, call_hook
 from opweave.link.c.type import CType
 
 __all__ = ["Params", "ParamsType"]
 
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-C_CPP_KEYWORDS = frozenset(
-    """
-    alignas alignof and and_eq asm auto bitand bitor bool break case catch char
-    char8_t char16_t char32_t class compl concept const const_cast consteval
-    constexpr constinit continue co_await co_return co_yield decltype default
-    delete do double dynamic_cast else enum explicit export extern false float
-    for friend goto if inline int long mutable namespace new noexcept not not_eq
-    nullptr operator or or_eq private protected public register reinterpret_cast
-    requires restrict return short signed sizeof static static_assert static_cast
-    struct switch template this thread_local throw true try typedef typeid
-    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
-    _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn
-    _Static_assert _Thread_local NULL
-    """.split()
-)
-"""Names that cannot be fields: the C and C++ keywords, and ``NULL``."""
-
-# Members of the generated struct, and the attribute Params keeps its type in.
-_RESERVED = frozenset({"extract", "cleanup", "setErrorOccurred", "errorOccurred", "params_type"})
-_RESERVED_PREFIX = "opweave_"
 _STRUCT_MARK = "/* ParamsType "  # starts the definition of a struct
-
-# A failed field extraction raises its error again, the message naming the
-# field and the original error as the cause. (PyErr_Fetch is deprecated from
-# Python 3.12 on, PyErr_GetRaisedException new in it.)
-_ERROR_CONTEXT = """\
-#ifndef OPWEAVE_PARAMS_ERROR_CONTEXT
-#define OPWEAVE_PARAMS_ERROR_CONTEXT
-static inline PyObject* opweave_params_take_error() {
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (value && traceback) {
-        PyException_SetTraceback(value, traceback);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-#endif
-}
-static inline void opweave_params_error_context(const char* field) {
-    PyObject* cause = opweave_params_take_error();
-    if (!cause) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "ParamsType: extracting field '%s' failed without setting an error", field);
-        return;
-    }
-    PyErr_Format((PyObject*)Py_TYPE(cause), "ParamsType field '%s': %S", field, cause);
-    PyObject* raised = opweave_params_take_error();
-    if (!raised) {
-        Py_DECREF(cause);
-        return;
-    }
-    PyException_SetCause(raised, cause); /* steals the reference to cause */
-    PyErr_SetObject((PyObject*)Py_TYPE(raised), raised);
-    Py_DECREF(raised);
-}
-#endif
-"""
-
-
-def _mismatch(what: str, missing: list[str], unknown: list[str]) -> TypeError:
-    """The error for a value whose fields are not the ParamsType's."""
-    problems = [f"missing {', '.join(missing)}"] if missing else []
-    problems += [f"unknown {', '.join(unknown)}"] if unknown else []
-    return TypeError(f"{what}: {'; '.join(problems)}")
 
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _check_field_name(name: str) -> None:
-    if not _FIELD_NAME.match(name):
-        raise AttributeError(f"ParamsType: field name {name!r} is not a C identifier")
-    if name in C_CPP_KEYWORDS:
-        raise AttributeError(f"ParamsType: field name {name!r} is a C or C++ keyword")
-    if name in _RESERVED or name.startswith(_RESERVED_PREFIX):
-        raise AttributeError(
-            f"ParamsType: field name {name!r} is reserved (the struct's own members are "
-            f"{', '.join(sorted(_RESERVED))} and names starting with {_RESERVED_PREFIX!r})"
-        )
-
-
-def _value_key(value: Any) -> Any:
-    """A hashable key of ``value``, equal for values that the types'
-    ``values_eq`` may call equal: numbers and arrays by shape and value (0.0
-    and -0.0 alike, every NaN alike, ``5`` like ``5.0``), other objects by
-    their own hash, or only by their class when unhashable."""
-    if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
-        array = np.asarray(value)
-        if array.dtype.kind in "biufc":
-            numbers = np.array(array, dtype=np.complex128, copy=True).reshape(-1)
-            numbers[np.isnan(numbers)] = complex(np.nan, np.nan)
-            parts = numbers.view(np.float64) + 0.0  # -0.0 + 0.0 is 0.0
-            return ("number", array.shape, parts.tobytes())
-        if array.dtype.kind in "SUV":
-            return ("array", array.dtype.str, array.shape, array.tobytes())
-        return ("array", array.dtype.str, array.shape)
-    try:
-        return ("object", hash(value))
-    except TypeError:
-        return ("unhashable", type(value).__module__, type(value).__qualname__)
-
-
-class Params(dict):  # type: ignore[type-arg]
-    """A value of a :class:`ParamsType`: an immutable dict of field name to
-    value, whose fields are also attributes (``params.alpha``). Every field
-    of the type must be given (TypeError otherwise).
-
-    Two Params are equal when their ParamsTypes are and every field value is
-    equal by its type's ``values_eq``; they hash by their values (arrays by
-    their contents), computed once."""
-
-    def __init__(self, params_type: ParamsType, /, **fields: Any) -> None:
-        if not isinstance(params_type, ParamsType):
-            raise TypeError(f"Params needs a ParamsType first, got {type(params_type).__name__}")
-        missing = [f for f in params_type.fields if f not in fields]
-        unknown = sorted(set(fields) - set(params_type.fields))
-        if missing or unknown:
-            raise _mismatch(f"Params of {params_type}", missing, unknown)
-        dict.__init__(self, ((f, fields[f]) for f in params_type.fields))
-        self.__dict__.update(params_type=params_type, _hash=None)
-
-    def _immutable(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("Params is immutable; build a new one")
-
-    __setitem__ = __delitem__ = _immutable
-    clear = pop = popitem = setdefault = update = _immutable  # type: ignore[assignment]
-    __ior__ = _immutable  # type: ignore[assignment]
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self._immutable()
-
-    def __delattr__(self, name: str) -> None:
-        self._immutable()
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self:
-            return self[name]
-        raise AttributeError(f"Params has no field {name!r}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_params, (self.params_type, dict(self)))
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        if self._hash is None:
-            keys = tuple(_value_key(self[f]) for f in self.params_type.fields)
-            self.__dict__["_hash"] = hash((type(self), self.params_type, keys))
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Params) or self.params_type != other.params_type:
-            return False
-        return all(
-            t.values_eq(self[f], other[f])
-            for f, t in zip(self.params_type.fields, self.params_type.types, strict=True)
-        )
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __repr__(self) -> str:
-        return "Params(" + ", ".join(f"{f}={v!r}" for f, v in self.items()) + ")"
-
-    __str__ = __repr__
-
-
-def _rebuild_params(params_type: ParamsType, values: dict[str, Any]) -> Params:
-    return Params(params_type, **values)
 
 
 class ParamsType(CType):
@@ -230,7 +63,7 @@ class ParamsType(CType):
         if not fields:
             raise ValueError("ParamsType needs at least one field")
         for name, field_type in fields.items():
-            _check_field_name(name)
+            check_field_name(name)
             if not isinstance(field_type, CType):
                 raise TypeError(
                     f"ParamsType: field {name!r} must be a CType instance, got "
@@ -389,7 +222,7 @@ class ParamsType(CType):
         missing = [f for f in self.fields if f not in values]
         unknown = sorted(set(values) - set(self.fields))
         if missing or unknown:
-            raise _mismatch(f"{self} cannot hold {type(data).__name__} {data!r}", missing, unknown)
+            raise mismatch(f"{self} cannot hold {type(data).__name__} {data!r}", missing, unknown)
         filtered = self._filter_fields(values, strict, allow_downcast)
         if (
             isinstance(data, Params)
@@ -466,10 +299,10 @@ class ParamsType(CType):
             found.update(
                 dict.fromkeys(as_code_list(hook, f"{type(field_type).__name__}.c_support_code"))
             )
-        found.pop(_ERROR_CONTEXT, None)
+        found.pop(ERROR_CONTEXT, None)
         structs = [text for text in found if text.startswith(_STRUCT_MARK)]
         others = sorted(text for text in found if not text.startswith(_STRUCT_MARK))
-        return [*others, _ERROR_CONTEXT, *structs, self._struct_code()[1]]
+        return [*others, ERROR_CONTEXT, *structs, self._struct_code()[1]]
 
     @property
     def name(self) -> str:

@@ -140,6 +140,20 @@ def keys(cache: Path) -> set[str]:
     return {e.key for e in _core.ModuleCache(str(cache)).list()}
 
 
+def run_all_graphs(root: Path, mode: str) -> dict:
+    """Every graph, built in one process in ``mode`` with the cache at
+    ``root``: the worker's report."""
+    graphs = ",".join(all_graphs())
+    out = subprocess.run(
+        [sys.executable, str(GRAPH_WORKER), "--many", str(root), mode, graphs],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def test_chaos(tmp_path: Path) -> None:
     cache = tmp_path / "chaos"
     rng = random.Random(20261124)
@@ -172,34 +186,13 @@ def test_chaos(tmp_path: Path) -> None:
 
     # A last pass in one process: everything is there, and hits.
     for mode in ("C", "c|py"):
-        graphs = ",".join(all_graphs())
-        out = subprocess.run(
-            [sys.executable, str(GRAPH_WORKER), "--many", str(cache), mode, graphs],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=600,
-        ).stdout
-        report = json.loads(out.strip().splitlines()[-1])
+        report = run_all_graphs(cache, mode)
         assert report["errors"] == [] and report["wrong"] == []
         assert not [r for r in report["logs"] if "compiled module" in r["message"]], report["logs"]
 
     reference = tmp_path / "reference"
     for mode in ("C", "c|py"):
-        subprocess.run(
-            [
-                sys.executable,
-                str(GRAPH_WORKER),
-                "--many",
-                str(reference),
-                mode,
-                ",".join(all_graphs()),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=600,
-        )
+        run_all_graphs(reference, mode)
     assert keys(cache) == keys(reference)
     report = _core.ModuleCache(str(cache)).verify()
     assert report.problems == [] and report.stale == []
