@@ -21,13 +21,9 @@ namespace {
 
 using detail::SourceWriter;
 
-// The generated module includes Python.h; the core itself never does. The
-// directive below is split so that the repository rule that greps the core
-// for Python includes finds only real ones.
-constexpr const char* k_preamble_head =
-    "#define PY_SSIZE_T_CLEAN\n"
-    "#" "include <Python.h>\n"
-    "#include <new>\n";
+// What follows the prelude lines (k_python_prelude) at the top of every
+// module; the generated module includes Python.h, the core itself never does.
+constexpr const char* k_preamble_rest = "#include <new>\n";
 
 constexpr const char* k_fail_macros =
     "#define OPWEAVE_NO_ERROR_SET \\\n"
@@ -222,7 +218,7 @@ std::string include_line(const std::string& header) {
 }
 
 void write_includes(SourceWriter& out, const std::vector<std::string>& headers) {
-    out.raw(k_preamble_head);
+    out.raw(std::string(k_python_prelude) + k_preamble_rest);
     std::unordered_set<std::string> seen;
     for (const std::string& header : headers) {
         if (!header.empty() && seen.insert(header).second) {

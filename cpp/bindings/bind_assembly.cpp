@@ -148,6 +148,8 @@ ModuleSpec to_spec(const py::dict& spec) {
 
 void init_assembly(py::module_& m) {
     m.attr("GRAPH_LAYOUT_VERSION") = k_graph_layout_version;
+    m.attr("PYTHON_PRELUDE") = std::string(k_python_prelude);
+    m.attr("NUMPY_PRELUDE") = std::string(k_numpy_prelude);
     m.attr("GRAPH_MODULE_NAME") = k_graph_module_name;
     m.def(
         "assemble_module",

@@ -150,6 +150,8 @@ void init_request(py::module_& m) {
     py::class_<ModuleRequest>(m, "ModuleRequest",
                               "Everything build_module needs to know about one module.")
         .def(py::init<>())
+        .def("copy", [](const ModuleRequest& request) { return ModuleRequest(request); },
+             "A copy that shares no object with this one (for another thread).")
         .def_readwrite("source", &ModuleRequest::source)
         .def_readwrite("job", &ModuleRequest::job)
         .def_readwrite("extra", &ModuleRequest::extra, "Key material beyond the job.")
@@ -195,16 +197,6 @@ void init_prelude(py::module_& m) {
     m.def("prelude_key", &prelude_key, py::arg("compiler"), py::arg("job"),
           py::arg("header_text"), py::arg("extra") = "",
           "The cache key of the prelude `header_text` for modules compiled with `job`.");
-    m.def("prelude_key_material", &prelude_key_material, py::arg("compiler"), py::arg("job"),
-          py::arg("header_text"), py::arg("extra") = "",
-          "The text the prelude key is hashed from.");
-    m.def("prelude_include_flags", &prelude_include_flags, py::arg("entry_dir"),
-          "The unkeyed flags that make a compile use the prelude in `entry_dir`.");
-    m.def(
-        "find_prelude",
-        [](ModuleCache& cache, const std::string& key) { return find_prelude(cache, key); },
-        py::arg("cache"), py::arg("key"), py::call_guard<py::gil_scoped_release>(),
-          "The verified prelude entry, or None (a damaged one is quarantined).");
     m.def(
         "build_prelude",
         [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request) {
@@ -225,12 +217,6 @@ void init_compiler(py::module_& m) {
     init_request(m);
     init_prelude(m);
 
-    m.def("module_key",
-          static_cast<std::string (*)(std::string_view, const Compiler&, const CompileJob&,
-                                      std::string_view)>(&module_key),
-          py::arg("source"), py::arg("compiler"), py::arg("job"),
-          py::arg("extra") = "",
-          "The cache key of `source` compiled by `compiler` with `job`.");
     m.def(
         "request_key",
         [](const Compiler& compiler, const ModuleRequest& request) {
@@ -238,11 +224,6 @@ void init_compiler(py::module_& m) {
         },
         py::arg("compiler"), py::arg("request"),
         "The key build_module looks up for `request` (its units' keys included).");
-    m.def("unit_key", &unit_key, py::arg("unit"), py::arg("compiler"), py::arg("job"),
-          py::arg("extra") = "",
-          "The cache key of `unit` compiled for a module with `job` and `extra`.");
-    m.def("module_key_material", &module_key_material, py::arg("compiler"), py::arg("job"),
-          py::arg("extra") = "", "The key material of a module, minus its source, as text.");
     m.def(
         "build_module",
         [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request,

@@ -30,6 +30,8 @@ void init_hash(py::module_& m) {
              py::overload_cast<std::string_view, std::string_view>(&KeyHasher::add),
              py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal,
              "Appends a named string field.")
+        .def_property_readonly("text", &KeyHasher::text,
+                               "The 'name: value' lines of the named fields so far.")
         .def("hex_digest", &KeyHasher::hex_digest,
              "The digest of all fields so far (64 hex characters); resets the hasher.");
 }

@@ -313,14 +313,15 @@ public:
         return compiled;
     }
 
-    BuildRecord record(const char* kind, const std::string& label, const StagedCompile& compiled,
-                       const std::filesystem::path& staging,
+    // The record of an entry whose key is `keyed`.
+    BuildRecord record(const char* kind, const std::string& label, const KeyedText& keyed,
+                       const StagedCompile& compiled, const std::filesystem::path& staging,
                        const std::filesystem::path& entry_dir) const {
         BuildRecord record;
         record.kind = kind;
         record.label = label;
         record.environment = m_request.environment;
-        record.key_material = cache::material_of(m_compiler, m_keyed, m_request.extra);
+        record.key_material = keyed.text;
         record.command = cache::display_command(compiled.result, staging, entry_dir);
         record.compile_seconds = compiled.result.seconds;
         record.headers = compiled.headers;
@@ -381,16 +382,17 @@ public:
     }
 
     // The unit's entry, compiled (as an object) on a miss.
-    CacheResult unit(const TranslationUnit& unit, const std::string& key,
+    CacheResult unit(const TranslationUnit& unit, const KeyedText& keyed,
                      const std::optional<cache::StagedPrelude>& prelude,
                      BuildMonitor* monitor) const {
+        const std::string& key = keyed.key;
         const std::filesystem::path entry_dir = m_cache.entry_dir(key);
         const BuildFn build = [&](const std::filesystem::path& staging) {
             const StagedCompile compiled =
                 compile(key, unit.source, staging, entry_dir,
                         {k_unit_source, k_unit_object, k_unit_depfile}, Product::object, prelude,
                         monitor);
-            return record("unit", unit.label, compiled, staging, entry_dir);
+            return record("unit", unit.label, keyed, compiled, staging, entry_dir);
         };
         return m_cache.get_or_build(key, build, monitor);
     }
@@ -419,11 +421,12 @@ public:
 
     // Stages the object of unit `index` as `to`, rebuilding the unit when
     // it was evicted or damaged since it was found.
-    BuiltUnit stage_unit(std::size_t index, const std::string& key, CacheResult& found,
+    BuiltUnit stage_unit(std::size_t index, const KeyedText& keyed, CacheResult& found,
                          const std::filesystem::path& to,
                          const std::optional<cache::StagedPrelude>& prelude,
                          BuildMonitor* monitor) const {
         const TranslationUnit& unit = m_request.units[index];
+        const std::string& key = keyed.key;
         for (int attempt = 1; !copy_object(found.entry, to); ++attempt) {
             if (attempt == k_unit_attempts) {
                 throw CacheError("cannot read the object of unit " + key + " in " +
@@ -431,13 +434,13 @@ public:
                                  found.entry.dir);
             }
             m_cache.quarantine(key, "its object differs from its record", k_unit_object, monitor);
-            found = this->unit(unit, key, prelude, monitor);
+            found = this->unit(unit, keyed, prelude, monitor);
         }
         return {key, unit.label, found.outcome, found.entry.compile_seconds};
     }
 
     // The build of a module linked from its source and units (see below).
-    BuildRecord linked(const std::string& key, const std::vector<std::string>& unit_keys,
+    BuildRecord linked(const KeyedText& keyed, const std::vector<KeyedText>& unit_keys,
                        const std::filesystem::path& staging, BuildMonitor* monitor,
                        std::vector<CacheEvent>& events, std::vector<BuiltUnit>& built_units) const;
 
@@ -457,11 +460,12 @@ std::filesystem::path unit_object(const std::filesystem::path& staging, std::siz
 
 // The build of a module linked from its source and units: everything
 // missing is compiled in parallel, then linked.
-BuildRecord Builder::linked(const std::string& key, const std::vector<std::string>& unit_keys,
+BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>& unit_keys,
                             const std::filesystem::path& staging, BuildMonitor* monitor,
                             std::vector<CacheEvent>& events,
                             std::vector<BuiltUnit>& built_units) const {
     const auto start = std::chrono::steady_clock::now();
+    const std::string& key = keyed.key;
     const std::filesystem::path entry_dir = m_cache.entry_dir(key);
     // Staged once in the module's staging directory, for every compile.
     const std::optional<cache::StagedPrelude> usable = verified_prelude(staging, monitor, events);
@@ -478,7 +482,7 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
     });
     std::set<std::string> seen;
     for (std::size_t i = 0; i < m_request.units.size(); ++i) {
-        if (seen.insert(unit_keys[i]).second) {
+        if (seen.insert(unit_keys[i].key).second) {
             tasks.emplace_back([&, i](BuildMonitor* task_monitor) {
                 found[i] = unit(m_request.units[i], unit_keys[i], usable, task_monitor);
                 staged[i] = stage_unit(i, unit_keys[i], *found[i], unit_object(staging, i),
@@ -534,7 +538,7 @@ BuildRecord Builder::linked(const std::string& key, const std::vector<std::strin
     name_library_after_content(staging);
     main.result.commands.insert(main.result.commands.end(), linking.commands.begin(),
                                 linking.commands.end());
-    BuildRecord built = record("module", m_request.label, main, staging, entry_dir);
+    BuildRecord built = record("module", m_request.label, keyed, main, staging, entry_dir);
     built.compile_seconds = Seconds(std::chrono::steady_clock::now() - start).count();
     return built;
 }
@@ -545,23 +549,25 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor) {
     cache::check_node_keys(request.exports, "ModuleRequest::exports");
     const Builder builder(cache, compiler, request);
-    const std::vector<std::string> unit_keys =
+    const std::vector<KeyedText> unit_keys =
         cache::unit_keys_of(builder.keyed(), compiler, request);
-    const std::string key = cache::request_key_of(builder.keyed(), compiler, request, unit_keys);
+    const KeyedText keyed = cache::request_key_of(builder.keyed(), compiler, request, unit_keys);
+    const std::string& key = keyed.key;
     const std::filesystem::path entry_dir = cache.entry_dir(key);
     std::vector<CacheEvent> build_events;
     std::vector<BuiltUnit> built_units;
     const BuildFn build = [&](const std::filesystem::path& staging) {
         if (!request.units.empty()) {
             BuildRecord linked =
-                builder.linked(key, unit_keys, staging, monitor, build_events, built_units);
+                builder.linked(keyed, unit_keys, staging, monitor, build_events, built_units);
             linked.exports = request.exports;
             return linked;
         }
         const StagedCompile compiled =
             builder.library(key, staging, entry_dir, monitor, build_events);
         name_library_after_content(staging);
-        BuildRecord record = builder.record("module", request.label, compiled, staging, entry_dir);
+        BuildRecord record =
+            builder.record("module", request.label, keyed, compiled, staging, entry_dir);
         record.exports = request.exports;
         return record;
     };

@@ -22,24 +22,19 @@ namespace opweave::cache {
 // made absolute already.
 CompileJob keyed_job(const CompileJob& absolute, const std::vector<std::string>& covered);
 
-// The readable text of what a key of `keyed` covers, minus the source.
-std::string material_of(const Compiler& compiler, const CompileJob& keyed,
-                        std::string_view extra);
+// The key of `source` and its text, in one pass: the one recipe of module
+// and unit keys. `kind` is empty for a module of one source, "unit" for a
+// unit and "linked" for a module linked from units (`units`: their keys).
+KeyedText keyed_text_of(std::string_view source, const Compiler& compiler,
+                        const CompileJob& keyed, std::string_view extra,
+                        std::string_view kind = {}, const std::vector<std::string>& units = {});
 
-// The key of `source`; `kind` is empty for a module of one source, "unit"
-// for a unit and "linked" for a module linked from units (`units`: their
-// keys).
-std::string key_of(std::string_view source, const Compiler& compiler, const CompileJob& keyed,
-                   std::string_view extra, std::string_view kind = {},
-                   const std::vector<std::string>& units = {});
+// The keys (and texts) of the request's units, in order.
+std::vector<KeyedText> unit_keys_of(const CompileJob& keyed, const Compiler& compiler,
+                                    const ModuleRequest& request);
 
-// The keys of the request's units, in order.
-std::vector<std::string> unit_keys_of(const CompileJob& keyed, const Compiler& compiler,
-                                      const ModuleRequest& request);
-
-// The key of the module of `request`, whose units have `unit_keys`.
-std::string request_key_of(const CompileJob& keyed, const Compiler& compiler,
-                           const ModuleRequest& request,
-                           const std::vector<std::string>& unit_keys);
+// The key (and text) of the module of `request`, whose units have `units`.
+KeyedText request_key_of(const CompileJob& keyed, const Compiler& compiler,
+                         const ModuleRequest& request, const std::vector<KeyedText>& units);
 
 }  // namespace opweave::cache

@@ -59,35 +59,27 @@ bool supports_prelude(const Compiler& compiler) {
            !contains(identity.version, "clang");
 }
 
-std::string prelude_key_material(const Compiler& compiler, const CompileJob& job,
-                                 std::string_view header_text, std::string_view extra) {
-    const CompileJob keyed = cache::absolute_dirs(job);
-    std::string text = "prelude layout: " + std::to_string(k_prelude_layout_version) + "\n";
-    text += compiler.identity().key_material();
-    text += "flags: " + cache::join_words(keyed.flags) + "\n";
-    text += "include_dirs: " + cache::join_words(keyed.include_dirs) + "\n";
-    text += "opt_level: " + std::to_string(static_cast<int>(keyed.opt_level)) + "\n";
-    text += "debug_info: " + std::to_string(static_cast<int>(keyed.debug_info)) + "\n";
-    text += "extra: ";
-    text += extra;
-    text += "\nheader:\n";
-    text += header_text;
-    return text;
-}
-
-std::string prelude_key(const Compiler& compiler, const CompileJob& job,
-                        std::string_view header_text, std::string_view extra) {
+KeyedText prelude_key_text(const Compiler& compiler, const CompileJob& job,
+                           std::string_view header_text, std::string_view extra) {
     const CompileJob keyed = cache::absolute_dirs(job);
     KeyHasher hasher;
     hasher.add("layout", "prelude-" + std::to_string(k_prelude_layout_version));
     hasher.add("compiler", compiler.identity().key_material());
-    hasher.add(keyed.flags);
-    hasher.add(keyed.include_dirs);
-    hasher.add(static_cast<std::int64_t>(keyed.opt_level));
-    hasher.add(static_cast<std::int64_t>(keyed.debug_info));
+    hasher.add("flags", keyed.flags);
+    hasher.add("include_dirs", keyed.include_dirs);
+    hasher.add("opt_level", static_cast<std::int64_t>(keyed.opt_level));
+    hasher.add("debug_info", static_cast<std::int64_t>(keyed.debug_info));
     hasher.add("extra", extra);
     hasher.add("header", header_text);
-    return hasher.hex_digest();
+    KeyedText out;
+    out.text = hasher.text();
+    out.key = hasher.hex_digest();
+    return out;
+}
+
+std::string prelude_key(const Compiler& compiler, const CompileJob& job,
+                        std::string_view header_text, std::string_view extra) {
+    return prelude_key_text(compiler, job, header_text, extra).key;
 }
 
 std::vector<std::string> prelude_include_flags(const std::filesystem::path& entry_dir) {
@@ -112,7 +104,8 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
     const CompileJob job = cache::absolute_dirs(request.job);
     const std::string& header_text = request.prelude->header_text;
     const std::string& extra = request.prelude->extra;
-    const std::string key = prelude_key(compiler, job, header_text, extra);
+    const KeyedText keyed = prelude_key_text(compiler, job, header_text, extra);
+    const std::string& key = keyed.key;
     const std::filesystem::path entry = cache.entry_dir(key);
     const BuildFn build = [&](const std::filesystem::path& staging) {
         CompileJob staged = job;
@@ -139,7 +132,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         record.label = "precompiled " + included_names(header_text);
         record.environment = request.environment;
         record.headers = cache::compiled_headers(cache, request, staged, start);
-        record.key_material = prelude_key_material(compiler, job, header_text, extra);
+        record.key_material = keyed.text;
         record.command = cache::display_command(result, staging, entry);
         record.compile_seconds = result.seconds;
         return record;

@@ -2,6 +2,8 @@
 // SHA-256 so that distinct field sequences never share a byte stream.
 #include "opweave/hash.hpp"
 
+#include <algorithm>
+
 namespace opweave {
 
 namespace {
@@ -59,14 +61,61 @@ KeyHasher& KeyHasher::add(const std::vector<std::string>& list) {
     return *this;
 }
 
-KeyHasher& KeyHasher::add(std::string_view name, std::string_view value) {
+void KeyHasher::add_name(std::string_view name) {
     add_tagged(k_tag_named, name.data(), name.size());
-    add_tagged(k_tag_string, value.data(), value.size());
+}
+
+void KeyHasher::show(std::string_view name, std::string_view value) {
+    m_text += name;
+    m_text += ':';
+    if (value.size() > k_shown_bytes) {
+        m_text += " <" + std::to_string(value.size()) + " bytes>\n";
+    } else if (value.find('\n') == std::string_view::npos) {
+        m_text += ' ';
+        m_text += value;
+        m_text += '\n';
+    } else {  // each line indented below the name
+        m_text += '\n';
+        std::size_t start = 0;
+        while (start < value.size()) {
+            const std::size_t end = std::min(value.find('\n', start), value.size());
+            m_text += "  ";
+            m_text += value.substr(start, end - start);
+            m_text += '\n';
+            start = end + 1;
+        }
+    }
+}
+
+KeyHasher& KeyHasher::add(std::string_view name, std::string_view value) {
+    add_name(name);
+    add(value);
+    show(name, value);
+    return *this;
+}
+
+KeyHasher& KeyHasher::add(std::string_view name, std::int64_t number) {
+    add_name(name);
+    add(number);
+    show(name, std::to_string(number));
+    return *this;
+}
+
+KeyHasher& KeyHasher::add(std::string_view name, const std::vector<std::string>& list) {
+    add_name(name);
+    add(list);
+    std::string joined;
+    for (const std::string& element : list) {
+        joined += joined.empty() ? "" : " ";
+        joined += element;
+    }
+    show(name, joined);
     return *this;
 }
 
 std::string KeyHasher::hex_digest() {
     // Sha256::finish() resets the underlying state, which resets this hasher.
+    m_text.clear();
     return to_hex(m_sha.finish());
 }
 

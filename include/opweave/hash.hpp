@@ -55,23 +55,41 @@ private:
 //   string  's', length as 8 little-endian bytes, the bytes
 //   integer 'i', 8 (as 8 LE bytes), the value as 8 LE bytes (two's complement)
 //   list    'l', the element count as 8 LE bytes, then each element as a string
-//   named   'n'-tagged name (encoded like a string), then the value as a string
+//   named   'n'-tagged name (encoded like a string), then the value (a string,
+//           an integer or a list, as above)
+//
+// A named field is also written, as it is hashed, into text(): one
+// "name: value" line (a list's elements separated by spaces, a value of
+// several lines indented below its name, a value longer than
+// k_shown_bytes by its size), as ccache's debug hash records its input. A
+// key and the readable text of what it covers come from one pass, so they
+// cannot drift apart.
 class KeyHasher {
 public:
+    static constexpr std::size_t k_shown_bytes = 4096;
+
     KeyHasher& add(std::string_view text);
     KeyHasher& add(std::int64_t number);
     KeyHasher& add(const std::vector<std::string>& list);
-    // A named field: the name ('n'), then the value ('s').
+    // Named fields: the name ('n'), then the value.
     KeyHasher& add(std::string_view name, std::string_view value);
+    KeyHasher& add(std::string_view name, std::int64_t number);
+    KeyHasher& add(std::string_view name, const std::vector<std::string>& list);
+
+    // The "name: value" lines of the named fields so far.
+    const std::string& text() const noexcept { return m_text; }
 
     // The digest of all fields so far, as 64 hex characters. The hasher is
-    // reset afterwards.
+    // reset afterwards (its text too).
     std::string hex_digest();
 
 private:
     void add_tagged(char tag, const void* data, std::size_t size);
+    void add_name(std::string_view name);
+    void show(std::string_view name, std::string_view value);
 
     Sha256 m_sha;
+    std::string m_text;
 };
 
 }  // namespace opweave

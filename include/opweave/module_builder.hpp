@@ -116,21 +116,28 @@ struct BuiltModule {
     std::vector<HeaderRecord> headers;
 };
 
-// The text the key of a module compiled by `compiler` with `job` is hashed
-// from, minus the source itself (shown by `opweave cache list`). `extra` is
-// caller-defined key material (for example the Python ABI). Neither the key
-// nor its material covers `job.unkeyed_flags` or `job.depfile`: a module
+// A cache key and the readable text of everything it covers ("name: value"
+// lines, shown by `opweave cache list`), made in one pass (see KeyHasher).
+struct KeyedText {
+    std::string key;
+    std::string text;
+};
+
+// The key of a module of `source` compiled by `compiler` with `job`, and
+// its text. `extra` is caller-defined key material (for example the Python
+// ABI). Neither covers `job.unkeyed_flags` or `job.depfile`: a module
 // compiled with or without them is the same module.
-std::string module_key_material(const Compiler& compiler, const CompileJob& job,
-                                std::string_view extra);
+KeyedText module_key_text(std::string_view source, const Compiler& compiler,
+                          const CompileJob& job, std::string_view extra);
 
 // The cache key (64 hex characters) of that module.
 std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
                        std::string_view extra);
 
-// The key build_module(cache, compiler, request) looks up: the key of the
-// request's source (and, with units, of its units' keys), with its job's
-// covered header directories keyed by `extra` rather than by path.
+// The key build_module(cache, compiler, request) files the module under:
+// the key of the request's source (and, with units, of its units' keys),
+// with its job's covered header directories keyed by `extra` rather than by
+// path.
 std::string module_key(const Compiler& compiler, const ModuleRequest& request);
 
 // The cache key of `unit` compiled for a module with `job` and `extra`.
@@ -139,8 +146,9 @@ std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
 
 // Returns the module for `request`, verified, compiling it on a miss, with
 // the prelude when it is built (and, if a compile with the prelude fails,
-// once more without it; when it is not built, `monitor` is told). On a compile failure the source is kept at
-// `<cache root>/v2/failed/<key>.cpp` and the CompileError names that path.
+// once more without it; when it is not built, `monitor` is told). On a
+// compile failure the source is kept at `<cache root>/v2/failed/<key>.cpp`
+// and the CompileError names that path.
 // Throws LockTimeout, Interrupted (polling `monitor`) and CacheError like
 // ModuleCache::get_or_build, and std::invalid_argument for an export that is
 // not a key.

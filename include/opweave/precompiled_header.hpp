@@ -49,10 +49,10 @@ inline constexpr const char* k_prelude_gch_name = "opweave_prelude.h.gch";
 // is configured to).
 bool supports_prelude(const Compiler& compiler);
 
-// The readable text of everything a prelude's key covers (shown by `opweave
-// cache list`).
-std::string prelude_key_material(const Compiler& compiler, const CompileJob& job,
-                                 std::string_view header_text, std::string_view extra);
+// The key of a prelude (below) and the readable text of everything it
+// covers (shown by `opweave cache list`), in one pass.
+KeyedText prelude_key_text(const Compiler& compiler, const CompileJob& job,
+                           std::string_view header_text, std::string_view extra);
 
 // The cache key (64 hex characters) of the prelude `header_text` compiled for
 // modules compiled by `compiler` with `job` and keyed with `extra`. The job's

@@ -19,7 +19,7 @@ from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Variable
 from opweave.graph.fg import FunctionGraph
-__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'DEFAULT_LOCK_TIMEOUT', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'find_prelude', 'headers_changed', 'module_key', 'module_key_material', 'prelude_include_flags', 'prelude_key', 'prelude_key_material', 'request_key', 'sha256_hex', 'supports_prelude', 'unit_key']
+__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'DEFAULT_LOCK_TIMEOUT', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'NUMPY_PRELUDE', 'PYTHON_PRELUDE', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -42,6 +42,11 @@ class KeyHasher:
     def add_text(self, text: str) -> KeyHasher:
         """
         Appends a string field.
+        """
+    @property
+    def text(self) -> str:
+        """
+        The 'name: value' lines of the named fields so far.
         """
     def hex_digest(self) -> str:
         """
@@ -665,6 +670,10 @@ class ModuleRequest:
     job: CompileJob
     prelude: PreludeRequest | None
     source: str
+    def copy(self) -> ModuleRequest:
+        """
+        A copy that shares no object with this one (for another thread).
+        """
     def __init__(self) -> None:
         ...
     shared_code: list[str]
@@ -969,10 +978,6 @@ def find_compiler(cxx: str = '') -> pathlib.Path:
     The absolute path of the C++ compiler: `cxx`, else $CXX, else the
     first of c++, g++, clang++ on PATH. Raises OpweaveError if none.
     """
-def find_prelude(cache: ModuleCache, key: str) -> Entry | None:
-    """
-    The verified prelude entry, or None (a damaged one is quarantined).
-    """
 @typing.overload
 def headers_changed(origin: BuiltModule) -> str:
     """
@@ -987,29 +992,13 @@ def headers_changed(origin: Entry) -> str:
     still has its recorded content; otherwise why not. A module loaded from
     it earlier in the process passes this before it is used again.
     """
-def module_key(source: str, compiler: Compiler, job: CompileJob, extra: str = '') -> str:
-    """
-    The cache key of `source` compiled by `compiler` with `job`.
-    """
 def request_key(compiler: Compiler, request: ModuleRequest) -> str:
     """
     The key build_module looks up for `request` (its units' keys included).
     """
-def module_key_material(compiler: Compiler, job: CompileJob, extra: str = '') -> str:
-    """
-    The key material of a module, minus its source, as text.
-    """
-def prelude_include_flags(entry_dir: os.PathLike | str | bytes) -> list[str]:
-    """
-    The unkeyed flags that make a compile use the prelude in `entry_dir`.
-    """
 def prelude_key(compiler: Compiler, job: CompileJob, header_text: str, extra: str = '') -> str:
     """
     The cache key of the prelude `header_text` for modules compiled with `job`.
-    """
-def prelude_key_material(compiler: Compiler, job: CompileJob, header_text: str, extra: str = '') -> str:
-    """
-    The text the prelude key is hashed from.
     """
 def sha256_hex(data: bytes) -> str:
     """
@@ -1020,13 +1009,11 @@ def supports_prelude(compiler: Compiler) -> bool:
     Whether modules compiled by `compiler` can use a precompiled prelude
     (GCC without a launcher).
     """
-def unit_key(unit: TranslationUnit, compiler: Compiler, job: CompileJob, extra: str = '') -> str:
-    """
-    The cache key of `unit` compiled for a module with `job` and `extra`.
-    """
 CACHE_FORMAT_VERSION: int = 2
 DEFAULT_LOCK_TIMEOUT: float  # CacheOptions::lock_timeout_seconds
 GRAPH_LAYOUT_VERSION: int = 2
 GRAPH_MODULE_NAME: str = 'opweave_graph'
+NUMPY_PRELUDE: str  # include/opweave/module_source.hpp
+PYTHON_PRELUDE: str  # the first lines of every module
 MODULE_LAYOUT_VERSION: int = 2
 __version__: str  # include/opweave/version.hpp

@@ -103,10 +103,11 @@ OPWEAVE_TEST(prelude_key_covers_what_changes_the_header_compile) {
     // A prelude never shares a key with a module of the same text.
     CHECK(module_key(k_header, compiler, job, "abi") != key);
 
-    const std::string material = prelude_key_material(compiler, job, k_header, "abi");
-    CHECK(contains(material, "prelude layout: 2"));
-    CHECK(contains(material, "-DX=1"));
-    CHECK(contains(material, k_header));
+    const KeyedText keyed = prelude_key_text(compiler, job, k_header, "abi");
+    CHECK_EQ(keyed.key, key);  // one pass gives the key and its text
+    CHECK(contains(keyed.text, "layout: prelude-2\n"));
+    CHECK(contains(keyed.text, "flags: -DX=1\n"));
+    CHECK(contains(keyed.text, "header:\n  #include <vector>\n  #include <string>\n"));
 }
 
 OPWEAVE_TEST(build_prelude_publishes_header_and_gch) {
@@ -143,7 +144,7 @@ OPWEAVE_TEST(build_prelude_publishes_header_and_gch) {
 
     const std::vector<Entry> entries = cache.list();
     CHECK_EQ(entries.size(), 1u);
-    CHECK(contains(entries.at(0).key_material, "prelude layout"));
+    CHECK(contains(entries.at(0).key_material, "layout: prelude-"));
     CHECK(contains(entries.at(0).command, built.entry.dir.string()));
     CHECK_THROWS_AS(build_prelude(cache, compiler, ModuleRequest{}), std::invalid_argument);
 }

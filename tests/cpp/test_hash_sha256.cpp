@@ -310,3 +310,28 @@ OPWEAVE_TEST(sha256_portable_and_accelerated_agree) {
     }
     opweave::detail::sha256_x86_force_portable(false);
 }
+
+OPWEAVE_TEST(named_fields_are_hashed_and_shown_in_one_pass) {
+    KeyHasher hasher;
+    hasher.add("layout", "3")
+        .add("opt_level", std::int64_t{2})
+        .add("flags", std::vector<std::string>{"-O2", "-DX=1"})
+        .add("compiler", "g++\nversion 12")
+        .add("source", std::string(KeyHasher::k_shown_bytes + 1, 'x'));
+    CHECK_EQ(hasher.text(), std::string("layout: 3\nopt_level: 2\nflags: -O2 -DX=1\n"
+                                        "compiler:\n  g++\n  version 12\nsource: <4097 bytes>\n"));
+    const std::string key = hasher.hex_digest();
+    CHECK(hasher.text().empty());  // reset with the digest
+
+    // The name is part of the key; a named integer is not the named text.
+    CHECK(KeyHasher().add("opt_level", std::int64_t{2}).hex_digest() !=
+          KeyHasher().add("opt_level", "2").hex_digest());
+    CHECK(KeyHasher().add("a", std::vector<std::string>{"x"}).hex_digest() !=
+          KeyHasher().add("b", std::vector<std::string>{"x"}).hex_digest());
+    // A value not shown whole still counts whole.
+    std::string other(KeyHasher::k_shown_bytes + 1, 'x');
+    other.back() = 'y';
+    CHECK(KeyHasher().add("source", other).hex_digest() !=
+          KeyHasher().add("source", std::string(KeyHasher::k_shown_bytes + 1, 'x')).hex_digest());
+    CHECK_EQ(key.size(), std::size_t{64});
+}

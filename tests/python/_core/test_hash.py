@@ -39,3 +39,10 @@ def test_key_hasher_encoding_is_pinned() -> None:
         b"s" + struct.pack("<Q", 3) + b"abc" + b"i" + struct.pack("<Q", 8) + struct.pack("<q", 7)
     ).hexdigest()
     assert _core.KeyHasher().add_text("abc").add_int(7).hex_digest() == expected
+
+
+def test_named_fields_are_shown_as_they_are_hashed() -> None:
+    hasher = _core.KeyHasher().add_named("layout", "3").add_named("extra", "py312")
+    assert hasher.text == "layout: 3\nextra: py312\n"
+    key = hasher.hex_digest()
+    assert hasher.text == "" and len(key) == 64

@@ -27,17 +27,12 @@ from opweave.link.c._abi_keys import numpy_abi_key, python_abi_key
 
 _log = logging.getLogger("opweave")
 
-#: The prelude of modules that include NumPy's array header.
-NUMPY_PRELUDE = (
-    "#define PY_SSIZE_T_CLEAN\n"
-    "#include <Python.h>\n"
-    "#include <numpy/arrayobject.h>\n"
-    "#include <numpy/arrayscalars.h>\n"
-    "#include <math.h>\n"
-)
-#: The prelude of the other modules: the two lines every generated module
-#: starts with.
-PYTHON_PRELUDE = "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
+#: The prelude of modules that include NumPy's array header, and of the
+#: others: the lines every generated module starts with. The core owns both
+#: texts, beside the preamble that starts with them
+#: (include/opweave/module_source.hpp).
+NUMPY_PRELUDE: str = _core.NUMPY_PRELUDE
+PYTHON_PRELUDE: str = _core.PYTHON_PRELUDE
 
 # How long the interpreter waits at exit for prelude builds still running,
 # and for cancelled ones to return.
@@ -87,7 +82,7 @@ def start_build(
             return
         thread = threading.Thread(
             target=_build,
-            args=(cache, compiler, _copy(request), build),
+            args=(cache, compiler, request.copy(), build),  # the caller may change its own
             name=f"opweave-prelude-{key[:12]}",
             daemon=True,
         )
@@ -138,23 +133,6 @@ def _at_exit() -> None:
         wait_for_prelude_builds(_CANCELLED_WAIT_SECONDS)
         return
     wait_for_prelude_builds(_EXIT_WAIT_SECONDS)
-
-
-def _copy(request: _core.ModuleRequest) -> _core.ModuleRequest:
-    """A request the thread owns: the caller may change its objects."""
-    job = _core.CompileJob()
-    job.flags = list(request.job.flags)
-    job.include_dirs = list(request.job.include_dirs)
-    job.opt_level = request.job.opt_level
-    job.debug_info = request.job.debug_info
-    copy = _core.ModuleRequest()
-    copy.job = job
-    copy.covered_header_dirs = list(request.covered_header_dirs)
-    copy.environment = request.environment
-    prelude = request.prelude
-    assert prelude is not None  # as start_build's request has
-    copy.prelude = _core.PreludeRequest(prelude.header_text, prelude.extra)
-    return copy
 
 
 def _build(

@@ -154,14 +154,12 @@ class CLinker(Linker):
     def cmodule_key(self) -> tuple[Any, ...]:
         """What identifies the bound graph's compiled code, as a tuple:
         ``(versions, module key, inputs)``. ``versions`` holds each op's and
-        type's ``(name, c_code_cache_version)``; ``inputs``, per input, the
-        value of a constant given as an input (its code is the same for every
-        value: the caller passes it) or None."""
-        compiler = self.compiler()
-        graph = self.graph_spec(compiler)
-        job = self.compile_job(graph.objects, compiler)
-        extra = self.key_extra(graph.objects)
-        source = _whole_source(graph)
+        type's ``(name, c_code_cache_version)``; the module key is the one
+        its cache entry is filed under; ``inputs``, per input, the value of a
+        constant given as an input (its code is the same for every value:
+        the caller passes it) or None."""
+        compiler, graph, job, own = self._planned()
+        request = self._request(graph, graph.spec, job, compiler, own)[0]
         versions = tuple(
             (type(obj).__qualname__, call_optional_hook(obj, "c_code_cache_version", default=()))
             for obj in graph.objects
@@ -170,7 +168,7 @@ class CLinker(Linker):
             (str(v.type), repr(v.data)) if is_constant(v) else None
             for v in self.bound_graph().inputs
         )
-        return (versions, _core.module_key(source, compiler, job, extra), inputs)
+        return (versions, _core.request_key(compiler, request), inputs)
 
     def code_gen(self) -> str:
         """The module's C++ source (PyTensor's name for :meth:`get_src_code`)."""
@@ -219,14 +217,21 @@ class CLinker(Linker):
         _graph_memo.remember(memo.key, compiled_graph, module)
         return compiled_graph
 
-    def _compile(self, start: float) -> tuple[CompiledGraph, cmodule.CompiledModule]:
-        """compile() past its memo: the graph and its module."""
+    def _planned(self) -> tuple[Any, GraphSpec, _core.CompileJob, bool]:
+        """The compiler, the graph's spec (with its nodes' exports when the
+        linker exports them), its compile job, and whether the graph is its
+        one node's code (_is_own_node_graph: its module is that export)."""
         compiler = self.compiler()
         graph = self.graph_spec(compiler)
         job = self.compile_job(graph.objects, compiler)
-        own = self._is_own_node_graph()  # its module is its node's export
+        own = self._is_own_node_graph()
         if self.export_nodes and not own:
             graph = self._with_exports(graph, job)
+        return compiler, graph, job, own
+
+    def _compile(self, start: float) -> tuple[CompiledGraph, cmodule.CompiledModule]:
+        """compile() past its memo: the graph and its module."""
+        compiler, graph, job, own = self._planned()
         hooks = time.perf_counter()
         whole_because = ""
         try:
@@ -287,17 +292,16 @@ class CLinker(Linker):
         whole = None if graph.whole is None else with_exports(graph.whole, names, codes)
         return graph._replace(spec=spec, whole=whole)
 
-    def _load(
+    def _request(
         self,
         graph: GraphSpec,
         spec: dict[str, Any],
         job: _core.CompileJob,
         compiler: Any,
         own: bool = False,
-    ) -> tuple[cmodule.CompiledModule, float]:
-        """The module of ``spec``, and the seconds its assembly took;
-        ``own``: the graph is its one node's code (_is_own_node_graph)."""
-        start = time.perf_counter()
+    ) -> tuple[_core.ModuleRequest, dict[str, Any]]:
+        """The request of the module of ``spec`` (one of ``graph``'s), and
+        its assembly; ``own``: the graph is its one node's code."""
         assembled = _core.assemble_module(spec)
         request = cmodule.module_request(
             assembled["text"],
@@ -314,6 +318,20 @@ class CLinker(Linker):
             parts = [spec, *spec["units"]]
             shared = (text for part in parts for text, _ in part["support_code"])
             request.shared_code = list(dict.fromkeys(shared))
+        return request, assembled
+
+    def _load(
+        self,
+        graph: GraphSpec,
+        spec: dict[str, Any],
+        job: _core.CompileJob,
+        compiler: Any,
+        own: bool = False,
+    ) -> tuple[cmodule.CompiledModule, float]:
+        """The module of ``spec``, and the seconds its assembly took;
+        ``own``: the graph is its one node's code (_is_own_node_graph)."""
+        start = time.perf_counter()
+        request, assembled = self._request(graph, spec, job, compiler, own)
         assembly = time.perf_counter() - start
         try:
             compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)

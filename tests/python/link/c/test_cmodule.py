@@ -14,6 +14,7 @@ from support.dot_module import DEMO_MODULE_NAME, DEMO_SOURCE, run_in_fresh_proce
 
 import opweave
 import opweave.configparser
+from opweave import _core
 from opweave.link.c import cmodule
 
 
@@ -113,3 +114,29 @@ def test_sizes_in_the_configuration() -> None:
     assert opweave.configparser.OpweaveConfig("").cache__max_size is None
     with pytest.warns(UserWarning, match="cache__max_size: not a size"):
         assert opweave.configparser.OpweaveConfig("cache__max_size=lots").cache__max_size is None
+
+
+def test_an_entry_records_the_text_of_its_key_and_cmodule_key_names_it() -> None:
+    """The key an entry is filed under and the text of what it covers come
+    from one pass over the same fields (KeyHasher), and CLinker.cmodule_key
+    gives that key."""
+    from opweave.examples.vector_times_vector import VectorTimesVector
+
+    from opweave.graph.fg import FunctionGraph
+    from opweave.link.c.basic import CLinker
+    from opweave.tensor import dvector
+
+    x, y = dvector("x"), dvector("y")
+    linker = CLinker().accept(FunctionGraph([x, y], [VectorTimesVector()(x, y)]))
+    compiled = linker.compile()
+    key = Path(compiled.library).parent.name
+    assert linker.cmodule_key()[1] == key
+    entry = cmodule.get_module_cache().lookup(key)
+    assert entry is not None
+    lines = entry.key_material.splitlines()
+    assert lines[0] == f"layout: {_core.MODULE_LAYOUT_VERSION}"
+    names = [line.split(":")[0] for line in lines if not line.startswith("  ")]
+    expected = ["layout", "compiler", "flags", "include_dirs", "lib_dirs", "libraries"]
+    assert names == [*expected, "opt_level", "debug_info", "extra", "source"]
+    assert re.fullmatch(r"source: <\d+ bytes>", lines[-1])
+    assert any(line.startswith("flags: ") and "-fno-math-errno" in line for line in lines)

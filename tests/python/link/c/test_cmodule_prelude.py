@@ -359,3 +359,33 @@ def test_header_command_line_has_no_link_step() -> None:
     assert words[-3:] == ["-x", "c++-header", "/p/opweave_prelude.h"]
     assert "-shared" not in words and "-lm" not in words
     assert "-DX=1" in words and "-fPIC" in words
+
+
+def test_every_module_starts_with_the_python_prelude_the_core_owns() -> None:
+    """The prelude texts come from the core, beside the preamble: the Python
+    prelude is the first code of a module, and the NumPy prelude extends it."""
+    from opweave.examples.vector_times_vector import VectorTimesVector
+
+    from opweave.graph.fg import FunctionGraph
+    from opweave.link.c.basic import CLinker
+    from opweave.tensor import dvector
+
+    x, y = dvector("x"), dvector("y")
+    linker = CLinker().accept(FunctionGraph([x, y], [VectorTimesVector()(x, y)]))
+    text = linker.get_src_code()
+    before = text[: text.index(_core.PYTHON_PRELUDE)]  # a comment and the source macro
+    assert "#include" not in before and "PY_SSIZE_T_CLEAN" not in before
+    assert _core.NUMPY_PRELUDE.startswith(_core.PYTHON_PRELUDE)
+    assert "numpy/arrayobject.h" in _core.NUMPY_PRELUDE
+    assert cmodule.PYTHON_PRELUDE == _core.PYTHON_PRELUDE
+
+
+def test_a_copied_request_shares_nothing_with_its_original() -> None:
+    request = cmodule.module_request("int x;", label="original")
+    request.prelude = _core.PreludeRequest(cmodule.PYTHON_PRELUDE, "abi")
+    copy = request.copy()
+    request.label, request.job.flags = "changed", ["-DCHANGED"]
+    request.prelude = None
+    assert (copy.label, copy.source) == ("original", "int x;")
+    assert "-DCHANGED" not in copy.job.flags and copy.prelude is not None
+    assert copy.prelude.header_text == cmodule.PYTHON_PRELUDE
