@@ -10,8 +10,8 @@
 
 #include "bindings/bindings.hpp"
 #include "bindings/monitor.hpp"
-#include "cache/compile_slots.hpp"
-#include "opweave/file_lock.hpp"
+#include "build/compile_slots.hpp"
+#include "cache/file_lock.hpp"
 #include "opweave/module_cache.hpp"
 
 namespace py = pybind11;

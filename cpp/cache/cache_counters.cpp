@@ -2,7 +2,7 @@
 #include "cache/cache_counters.hpp"
 
 #include "cache/layout.hpp"
-#include "opweave/file_lock.hpp"
+#include "cache/file_lock.hpp"
 #include "util/fs.hpp"
 #include "util/json.hpp"
 

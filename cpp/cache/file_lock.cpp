@@ -1,4 +1,4 @@
-// opweave core: FileLock (see include/opweave/file_lock.hpp).
+// opweave core: FileLock (see cpp/cache/file_lock.hpp).
 //
 // Protocol, and the races it handles:
 //
@@ -22,7 +22,7 @@
 //     with the fork guard (util/fork_guard.hpp), which closes the child's
 //     copies; a FileLock also remembers the pid that acquired it and is not
 //     held in any other.
-#include "opweave/file_lock.hpp"
+#include "cache/file_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

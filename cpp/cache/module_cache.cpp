@@ -39,8 +39,8 @@
 #include "cache/module_cache_impl.hpp"
 #include "cache/node_index.hpp"
 #include "opweave/errors.hpp"
-#include "opweave/file_lock.hpp"
-#include "opweave/staging_dir.hpp"
+#include "cache/file_lock.hpp"
+#include "cache/staging_dir.hpp"
 #include "util/fs.hpp"
 
 namespace opweave {

@@ -13,7 +13,7 @@
 #include "cache/cache_counters.hpp"
 #include "cache/entry_check.hpp"
 #include "cache/layout.hpp"
-#include "opweave/file_lock.hpp"
+#include "cache/file_lock.hpp"
 #include "opweave/module_cache.hpp"
 #include "util/dir.hpp"
 

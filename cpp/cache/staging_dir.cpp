@@ -1,4 +1,4 @@
-// opweave core: StagingDir (see include/opweave/staging_dir.hpp).
+// opweave core: StagingDir (see cpp/cache/staging_dir.hpp).
 //
 // Ownership protocol. The owner first takes the lock `<name>.lock`, and only
 // then creates `<name>/` with mkdir. It keeps the lock until the directory is
@@ -14,7 +14,7 @@
 //    retries, and the owner's acquire() waits out the sweeper's brief hold.
 //  - A directory with no lock file at all can only be left by an older layout
 //    or a manual copy; it is removed once older than the grace period.
-#include "opweave/staging_dir.hpp"
+#include "cache/staging_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

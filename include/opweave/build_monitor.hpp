@@ -10,6 +10,9 @@
 
 namespace opweave {
 
+// Whether a call may wait for a lock another process holds.
+enum class Blocking { no, yes };
+
 struct ModuleRequest;
 
 class BuildMonitor {

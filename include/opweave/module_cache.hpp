@@ -44,7 +44,6 @@
 #include <sys/types.h>
 
 #include "opweave/build_monitor.hpp"
-#include "opweave/file_lock.hpp"
 
 namespace opweave {
 

@@ -7,7 +7,7 @@
 
 #include "check.hpp"
 #include "opweave/errors.hpp"
-#include "opweave/file_lock.hpp"
+#include "cache/file_lock.hpp"
 #include "temp_dir.hpp"
 
 using opweave::FileLock;

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "check.hpp"
-#include "opweave/file_lock.hpp"
-#include "opweave/staging_dir.hpp"
+#include "cache/file_lock.hpp"
+#include "cache/staging_dir.hpp"
 #include "temp_dir.hpp"
 #include "util/fs.hpp"
 

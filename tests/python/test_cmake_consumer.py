@@ -89,3 +89,32 @@ def test_cmake_consumer_builds_and_caches_a_module(tmp_path: Path) -> None:
         assert (entry / name).is_file(), f"{name} missing from {entry}"
     assert len(list(entry.glob("module-*.so"))) == 1
     assert "opweave_consumer_answer" in (entry / "module.cpp").read_text()
+
+
+PUBLIC_HEADERS = {
+    "build_monitor.hpp",
+    "compiler.hpp",
+    "errors.hpp",
+    "graph_abi.h",
+    "hash.hpp",
+    "module_builder.hpp",
+    "module_cache.hpp",
+    "module_source.hpp",
+    "precompiled_header.hpp",
+    "version.hpp",
+}
+
+
+def test_the_installed_headers_are_the_public_api_and_each_compiles_alone(tmp_path: Path) -> None:
+    """The package installs the public headers only (the raw-descriptor
+    ones, file_lock and staging_dir, are the core's own), and each
+    compiles on its own."""
+    include = Path(opweave.get_include()) / "opweave"
+    assert {path.name for path in include.iterdir()} == PUBLIC_HEADERS
+    cxx = shutil.which("g++") or shutil.which("c++")
+    assert cxx is not None
+    for name in sorted(PUBLIC_HEADERS - {"graph_abi.h"}):  # a C header for modules
+        source = tmp_path / f"{name}.cpp"
+        source.write_text(f'#include "opweave/{name}"\nint main() {{ return 0; }}\n')
+        command = [cxx, "-std=c++17", "-fsyntax-only", "-I", str(include.parent), str(source)]
+        _run(command, timeout=120)

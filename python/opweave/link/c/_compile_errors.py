@@ -38,7 +38,7 @@ def _fragments(part: Any) -> Iterator[tuple[str, int]]:
 
 def _undefined_places(summary: str, spec: dict[str, Any], origins: list[str]) -> list[str]:
     """Where the code that names each symbol the link left undefined comes
-    from (see cpp/cache/link_check.cpp)."""
+    from (see cpp/build/link_check.cpp)."""
     names = summary.partition("symbols that nothing defines: ")[2]
     places: list[str] = []
     for name in re.findall(r"'([^']+)'", names.split(" (not in")[0]) if names else []:

@@ -1,4 +1,4 @@
-// Tests of the machine-wide compile slots (cache/compile_slots.hpp) and of
+// Tests of the machine-wide compile slots (build/compile_slots.hpp) and of
 // run_parallel (util/parallel.hpp), which compiles a module's units.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "cache/compile_slots.hpp"
+#include "build/compile_slots.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 #include "temp_dir.hpp"

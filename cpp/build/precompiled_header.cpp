@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "cache/build_support.hpp"
-#include "cache/compile_slots.hpp"
+#include "build/build_support.hpp"
+#include "build/compile_slots.hpp"
 #include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"

@@ -1,4 +1,4 @@
-// Tests of where the compile slots live (cache/slot_dir.hpp): the
+// Tests of where the compile slots live (build/slot_dir.hpp): the
 // configured directory, $XDG_RUNTIME_DIR/opweave, <tmp>/opweave-<uid>, then
 // the cache's lock directory, each taken only when it is safe.
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cache/slot_dir.hpp"
+#include "build/slot_dir.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 #include "temp_dir.hpp"

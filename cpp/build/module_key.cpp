@@ -1,11 +1,11 @@
-// opweave core: module cache keys (see cpp/cache/module_key.hpp and
+// opweave core: module cache keys (see cpp/build/module_key.hpp and
 // include/opweave/module_builder.hpp).
-#include "cache/module_key.hpp"
+#include "build/module_key.hpp"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "cache/build_support.hpp"
+#include "build/build_support.hpp"
 #include "opweave/hash.hpp"
 
 namespace opweave {

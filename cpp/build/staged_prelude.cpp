@@ -1,5 +1,5 @@
 // opweave core (internal): staged preludes (see staged_prelude.hpp).
-#include "cache/staged_prelude.hpp"
+#include "build/staged_prelude.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

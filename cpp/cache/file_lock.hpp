@@ -1,4 +1,4 @@
-// opweave core: an exclusive, crash-safe, inter-process file lock.
+// opweave core (internal): an exclusive, crash-safe, inter-process file lock.
 //
 // FileLock takes an flock(2) lock on a file opened close-on-exec. The kernel
 // drops the lock when the holder's descriptor closes, including when the
@@ -17,8 +17,6 @@
 #include "opweave/errors.hpp"
 
 namespace opweave {
-
-enum class Blocking { no, yes };
 
 class FileLock {
 public:

@@ -1,4 +1,4 @@
-// opweave core: a private directory that is built in, then published whole.
+// opweave core (internal): a private directory that is built in, then published whole.
 //
 // A StagingDir is created under a parent directory that lives on the same
 // filesystem as its destination (the cache root's tmp/), filled by a builder,
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "opweave/file_lock.hpp"
+#include "cache/file_lock.hpp"
 
 namespace opweave {
 

@@ -10,14 +10,14 @@
 #include <future>
 #include <set>
 
-#include "cache/build_support.hpp"
-#include "cache/compile_slots.hpp"
+#include "build/build_support.hpp"
+#include "build/compile_slots.hpp"
 #include "cache/file_digest.hpp"
 #include "cache/header_manifest.hpp"
-#include "cache/link_check.hpp"
-#include "cache/module_key.hpp"
+#include "build/link_check.hpp"
+#include "build/module_key.hpp"
 #include "cache/node_index.hpp"
-#include "cache/staged_prelude.hpp"
+#include "build/staged_prelude.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
 #include "opweave/precompiled_header.hpp"

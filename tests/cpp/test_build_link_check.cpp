@@ -1,10 +1,10 @@
 // Tests of what the link of a module from units checks
-// (cache/link_check.hpp): undefined symbols and names defined twice, as GNU
+// (build/link_check.hpp): undefined symbols and names defined twice, as GNU
 // ld, gold and lld report them.
 #include <string>
 #include <vector>
 
-#include "cache/link_check.hpp"
+#include "build/link_check.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 
