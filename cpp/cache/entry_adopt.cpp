@@ -108,16 +108,10 @@ CacheResult ModuleCache::adopt(std::string_view key, const ForeignEntry& foreign
         for (const auto& [name, content] : foreign.files) {
             util::write_file_atomic(staging / name, content);
         }
-        BuildRecord record;
-        record.kind = entry.kind;
-        record.label = entry.label;
-        record.environment = entry.environment;
-        record.key_material = entry.key_material;
-        record.command = entry.command;
-        record.compile_seconds = entry.compile_seconds;
+        // The verified metadata's record (get_or_build indexes its exports),
+        // with the headers as they are on this machine.
+        BuildRecord record = entry;
         record.headers = headers;
-        // Derived from the verified metadata; get_or_build indexes them.
-        record.exports = entry.exports;
         return record;
     };
     return get_or_build(key, publish, monitor);

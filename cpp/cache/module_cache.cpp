@@ -345,16 +345,9 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
                          staging.path());
     }
     Entry entry;
+    static_cast<BuildRecord&>(entry) = record;
     entry.key = std::string(key);
-    entry.kind = record.kind;
-    entry.label = record.label;
-    entry.environment = record.environment;
-    entry.key_material = record.key_material;
-    entry.command = record.command;
-    entry.compile_seconds = record.compile_seconds;
     entry.created = util::now_seconds();
-    entry.headers = record.headers;
-    entry.exports = record.exports;
     entry.files = cache::seal_files(*staged);
     // The metadata goes last: an entry without it is never trusted.
     if (!staged->write_file(ModuleCache::k_metadata_file, cache::metadata_json(entry))) {

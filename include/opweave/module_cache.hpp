@@ -138,22 +138,16 @@ enum class Outcome {
     built_by_other,  // another process built it while this one waited
 };
 
-// A published entry, as its metadata describes it.
-struct Entry {
+// A published entry, as its metadata describes it: the record of the build
+// that made it (kind, label, environment, key text, command, seconds,
+// headers, exports), and where and what it is on disk.
+struct Entry : BuildRecord {
     std::string key;
     std::filesystem::path dir;
-    std::string kind;
-    std::string label;
-    std::string environment;  // see BuildRecord::environment; empty when not given
-    std::string key_material;
-    std::string command;
-    double compile_seconds = 0.0;
     double created = 0.0;         // seconds since the epoch
     double last_used = 0.0;       // seconds since the epoch
     std::uint64_t size_bytes = 0;  // of the files on disk
     std::vector<EntryFile> files;
-    std::vector<HeaderRecord> headers;
-    std::vector<std::string> exports;  // see BuildRecord::exports; empty for older entries
 
     // The path of the first file whose name ends with `suffix`, or empty.
     std::filesystem::path file_ending(std::string_view suffix) const;
