@@ -291,6 +291,11 @@ PyObject* function_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
         PyErr_SetString(PyExc_TypeError, "Function needs exactly one of module= and impl=");
         return NULL;
     }
+    if (impl != Py_None && (orphans != NULL || fallback != Py_None)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Function(impl=...) takes no orphans= or fallback=: a graph module's");
+        return NULL;
+    }
     if (fallback != Py_None && !PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_TypeError, "fallback must be callable");
         return NULL;
@@ -432,7 +437,8 @@ PyMemberDef function_members[] = {
 };
 
 const char* k_function_doc =
-    "Function(*, module=None, orphans=(), impl=None, unpack_single=True, fallback=None)\n"
+    "Function(*, module, orphans=(), unpack_single=True, fallback=None), or\n"
+    "Function(*, impl, unpack_single=True)\n"
     "\n"
     "A compiled function. With module=, calls run the graph module's struct (created now\n"
     "from the orphan values); with impl=, calls run that Python callable. A graph call\n"

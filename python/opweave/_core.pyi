@@ -1,8 +1,8 @@
 # The stub of opweave._core (the C++ bindings), for type checkers and editors.
 # Generated from the built module: pybind11-stubgen opweave._core -o python
 # tests/python/_core/test_stub.py checks that it names everything the module has.
-# Written by hand, to keep when regenerating: the imports from opweave and the Function,
-# StepRunner and CellCall classes.
+# Written by hand, to keep when regenerating: the Function, StepRunner and CellCall
+# classes. It imports nothing of opweave: it is the lowest layer.
 """
 opweave's C++ core: content hash, file locks, module cache and compiler driver,
 graph module assembly and the compiled-function runtime.
@@ -13,12 +13,6 @@ import collections.abc
 import os
 import pathlib
 import typing
-# Hand-written (keep when regenerating): the types of Function's attributes.
-from opweave.compile._debug_node import NodeCheck
-from opweave.compile._stateful import FunctionMaker, FunctionRecipe
-from opweave.compile.mode import Mode
-from opweave.graph.basic import Variable
-from opweave.graph.fg import FunctionGraph
 __all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'DEFAULT_LOCK_TIMEOUT', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'NUMPY_PRELUDE', 'PYTHON_PRELUDE', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
 class KeyHasher:
     """
@@ -766,8 +760,9 @@ class BuiltModule:
         """
 class Function:
     """
-    Function(*, module=None, orphans=(), impl=None, unpack_single=True, fallback=None)
-    
+    Function(*, module, orphans=(), unpack_single=True, fallback=None), or
+    Function(*, impl, unpack_single=True)
+
     A compiled function. With module=, calls run the graph module's struct (created now
     from the orphan values); with impl=, calls run that Python callable. A graph call
     returns the single output (unpack_single) or the list of outputs. On a failed
@@ -775,40 +770,31 @@ class Function:
     failed_block) is called and its result returned.
     """
     # Written by hand (the type is not a pybind11 class; keep this when
-    # regenerating): the signatures, the getset attributes, and the attributes
-    # the Python package stores in the instance __dict__ (see the modules named).
-    # opweave.link.callable.compiled_function: the compiled module.
-    source: str
-    library: str
-    cache_outcome: str  # "hit", "built" or "built_by_other"
-    compile_seconds: dict[str, float]
-    compile_units: tuple[tuple[str, float], ...]
-    whole_because: str  # why a graph planned in units was compiled as one
-    # opweave.compile.function: the Function that opweave.function returns.
-    compile_profile: dict[str, typing.Any]
-    name: str | None
-    fgraph: FunctionGraph
-    inputs: list[Variable]
-    outputs: list[Variable]
-    mode: Mode
-    recipe: FunctionRecipe
-    maker: FunctionMaker  # PyTensor's f.maker: fgraph, mode, inputs, outputs
-    compiled_parts: list[typing.Any]  # "c|py": the modules it uses (outcome, seconds)
-    runner: StepRunner  # "c|py": the loop in C
-    node_outcomes: list[str | None]  # "c|py": per node, None where perform runs
-    inner: Function  # with shared variables: the function of inputs and shared values
-    node_checks: list[NodeCheck]  # DebugMode
+    # regenerating): its two constructors and its methods. The attributes
+    # opweave stores in an instance's __dict__ are declared once, in
+    # opweave.compile.function.Function.
+    @typing.overload
     def __new__(
         cls,
         *,
-        module: typing.Any = None,
+        module: typing.Any,
         orphans: collections.abc.Sequence[typing.Any] = (),
-        impl: collections.abc.Callable[..., typing.Any] | None = None,
         unpack_single: bool = True,
         fallback: collections.abc.Callable[..., typing.Any] | None = None,
     ) -> Function:
         """
-        Create and return a new object.  See help(type) for accurate signature.
+        A compiled graph: calls run the graph module's struct, created now from the
+        orphan values (module.abi, the module's graph ABI capsule, names it).
+        """
+    @typing.overload
+    def __new__(
+        cls,
+        *,
+        impl: collections.abc.Callable[..., typing.Any],
+        unpack_single: bool = True,
+    ) -> Function:
+        """
+        A function run by a Python callable: calls run impl(*args).
         """
     def call_exact(self, *inputs: typing.Any) -> typing.Any:
         """

@@ -159,6 +159,8 @@ def debug_function(
         for index, node in enumerate(nodes)
     ]
     steps = node_steps(nodes, [check.run for check in checks])
-    fn = _core.Function(impl=NodeRunner(fgraph, binding, single, steps).run, unpack_single=single)
+    fn: Any = _core.Function(
+        impl=NodeRunner(fgraph, binding, single, steps).run, unpack_single=single
+    )
     fn.node_checks = checks
     return fn

@@ -12,7 +12,7 @@ import copy
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opweave import _core
 from opweave.compile.mode import Mode, get_mode
@@ -27,7 +27,39 @@ __all__ = ["Function", "compile_profile", "describe_profile", "function"]
 
 _log = logging.getLogger(__name__)
 
-Function = _core.Function
+if TYPE_CHECKING:
+    from opweave.compile._debug_node import NodeCheck
+    from opweave.compile._stateful import FunctionMaker, FunctionRecipe
+
+    class Function(_core.Function):
+        """What :func:`function` returns: an :class:`opweave._core.Function`
+        and the attributes opweave stores on it, declared here once."""
+
+        # The compiled module (opweave.link.callable.compiled_function).
+        source: str
+        library: str
+        cache_outcome: str  # "hit", "built" or "built_by_other"
+        compile_seconds: dict[str, float]
+        compile_units: tuple[tuple[str, float], ...]
+        whole_because: str  # why a graph planned in units was compiled as one
+        # "c|py" (opweave.link.c.opwise and _step_table).
+        compiled_parts: list[Any]  # the modules it uses (outcome, seconds)
+        runner: _core.StepRunner  # the loop in C
+        node_outcomes: list[str | None]  # per node, None where perform runs
+        # opweave.function (here, _stateful and debugmode).
+        compile_profile: dict[str, Any]
+        name: str | None
+        fgraph: FunctionGraph
+        inputs: list[Variable]
+        outputs: list[Variable]
+        mode: Mode
+        recipe: FunctionRecipe
+        maker: FunctionMaker  # PyTensor's f.maker: fgraph, mode, inputs, outputs
+        inner: Function  # with shared variables: the function of inputs and shared values
+        node_checks: list[NodeCheck]  # DebugMode
+
+else:
+    Function = _core.Function
 
 
 def function(

@@ -179,7 +179,7 @@ def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any
     struct, the fallback above, and the module's source, library and cache
     outcome as attributes."""
     fallback = Fallback(binding, compiled.block_names, compiled.output_blocks, compiled.node_blocks)
-    fn = _core.Function(
+    fn: Any = _core.Function(  # with the attributes compile.function.Function declares
         module=compiled.module, orphans=compiled.orphans, unpack_single=single, fallback=fallback
     )
     fallback.function = weakref.ref(fn)

@@ -221,7 +221,7 @@ def table_function(
         return runner(*args, **kwargs)
 
     runner = make_runner(0)
-    fn = _core.Function(impl=runner, unpack_single=single)
+    fn: Any = _core.Function(impl=runner, unpack_single=single)  # see compile.function.Function
     on_error.function = weakref.ref(fn)
     on_error.runner = weakref.ref(runner)
     fn.runner = runner

@@ -272,6 +272,11 @@ def test_function_constructor_rejects_bad_arguments() -> None:
         _core.Function()
     with pytest.raises(TypeError, match="impl must be callable"):
         _core.Function(impl=3)
+    # Each kind has its own constructor: orphans and a fallback are a graph module's.
+    with pytest.raises(TypeError, match="takes no orphans= or fallback="):
+        _core.Function(impl=print, orphans=[1.0])
+    with pytest.raises(TypeError, match="takes no orphans= or fallback="):
+        _core.Function(impl=print, fallback=print)
     module = scale_function().fgraph  # any object without an ABI capsule
     with pytest.raises(AttributeError):
         _core.Function(module=module)
