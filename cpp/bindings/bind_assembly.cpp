@@ -1,6 +1,7 @@
 // opweave._core: assemble_module, from a Python description of the module.
 #include <pybind11/stl.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "bindings/bindings.hpp"
@@ -11,6 +12,28 @@ namespace py = pybind11;
 namespace opweave::bindings {
 
 namespace {
+
+// A key of `dict` that `known` does not list raises ValueError naming it: a
+// misspelt key would otherwise leave its part out of the module, silently.
+void check_keys(const py::dict& dict, std::initializer_list<const char*> known,
+                const char* what) {
+    for (const auto& item : dict) {
+        const std::string key = py::str(item.first);
+        bool found = false;
+        for (const char* name : known) {
+            found = found || key == name;
+        }
+        if (!found) {
+            std::string names;
+            for (const char* name : known) {
+                names += names.empty() ? "" : ", ";
+                names += name;
+            }
+            throw py::value_error(std::string(what) + " has no part '" + key + "' (its parts: " +
+                                  names + ")");
+        }
+    }
+}
 
 // (text, origin) with origin -1 for "none".
 CodeFragment to_fragment(const py::handle& item) {
@@ -69,6 +92,8 @@ std::vector<Step> to_steps(const py::dict& spec, const char* key) {
 // {headers, support_code, definitions, init_code, init_code_apply}
 UnitSpec to_unit(const py::handle& item) {
     const auto unit = item.cast<py::dict>();
+    check_keys(unit, {"headers", "support_code", "definitions", "init_code", "init_code_apply"},
+               "a unit");
     UnitSpec out;
     if (unit.contains("headers")) {
         out.headers = unit["headers"].cast<std::vector<std::string>>();
@@ -87,6 +112,7 @@ int to_count(const py::dict& spec, const char* key) {
 // {key, table, definitions}
 GraphExport to_export(const py::handle& item) {
     const auto graph = item.cast<py::dict>();
+    check_keys(graph, {"key", "table", "definitions"}, "an export");
     GraphExport out;
     out.key = graph["key"].cast<std::string>();
     out.table = graph["table"].cast<std::string>();
@@ -103,6 +129,11 @@ py::list to_line_map(const std::vector<LineRange>& ranges) {
 }
 
 ModuleSpec to_spec(const py::dict& spec) {
+    check_keys(spec,
+               {"origins", "headers", "support_code", "init_code", "init_code_apply",
+                "definitions", "members", "step_functions", "init_steps", "run_steps", "units",
+                "exports", "n_inputs", "n_outputs", "n_orphans", "source_name"},
+               "a module spec");
     ModuleSpec out;
     if (spec.contains("origins")) {
         for (const py::handle item : spec["origins"]) {

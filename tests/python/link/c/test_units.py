@@ -16,6 +16,7 @@ import pytest
 from support.layout_ops import AddScaled, Counter, Increment, values
 
 import opweave
+from opweave import _core
 from opweave.compile.function import function
 from opweave.compile.mode import Mode
 from opweave.errors import CompileError
@@ -245,3 +246,21 @@ def test_get_src_code_shows_a_graph_in_units_as_one_text() -> None:
     defined = re.findall(r"^int (op_[0-9a-f]+)::run\(", text, re.M)
     assert len(declared) == 29
     assert sorted(declared) == sorted(defined)
+
+
+@pytest.mark.parametrize(
+    ("spec", "what"),
+    [
+        ({"n_input": 1}, "a module spec has no part 'n_input'"),
+        ({"units": [{"header": ["<x.h>"]}]}, "a unit has no part 'header'"),
+        (
+            {"exports": [{"key": "0" * 64, "table": "t", "defs": []}]},
+            "an export has no part 'defs'",
+        ),
+    ],
+)
+def test_a_misspelt_part_of_a_module_spec_is_an_error(spec: dict, what: str) -> None:
+    """The assembler names a part it does not know, rather than leaving it
+    out of the module."""
+    with pytest.raises(ValueError, match=re.escape(what)):
+        _core.assemble_module(spec)
