@@ -74,6 +74,19 @@ std::filesystem::path launcher_wrapper_file(const ModuleCache& cache, const std:
     return tools.path_of(name);
 }
 
+void add_compile_fields(KeyHasher& hasher, const Compiler& compiler, const CompileJob& keyed,
+                        KeyedLinks links) {
+    hasher.add("compiler", compiler.identity().key_material());
+    hasher.add("flags", keyed.flags);
+    hasher.add("include_dirs", keyed.include_dirs);
+    if (links == KeyedLinks::yes) {
+        hasher.add("lib_dirs", keyed.lib_dirs);
+        hasher.add("libraries", keyed.libraries);
+    }
+    hasher.add("opt_level", static_cast<std::int64_t>(keyed.opt_level));
+    hasher.add("debug_info", static_cast<std::int64_t>(keyed.debug_info));
+}
+
 std::string join_words(const std::vector<std::string>& words) {
     std::string text;
     for (const std::string& word : words) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "opweave/compiler.hpp"
+#include "opweave/hash.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
 
@@ -18,6 +19,17 @@ namespace opweave::cache {
 // compiler resolves them against the working directory, so the key must
 // say which directory they mean.
 CompileJob absolute_dirs(const CompileJob& job);
+
+// Whether a key covers the job's library directories and libraries (a
+// module's does; a prelude's does not: they only reach the link).
+enum class KeyedLinks { no, yes };
+
+// Adds to `hasher` the fields of a key that say how a compile runs, in
+// this order: the compiler's identity, then the keyed job's flags, include
+// directories, (with KeyedLinks::yes) library directories and libraries,
+// optimisation and debug settings. Module, unit and prelude keys share it.
+void add_compile_fields(KeyHasher& hasher, const Compiler& compiler, const CompileJob& keyed,
+                        KeyedLinks links);
 
 // The commands a compile ran, one per line, with the staging directory's
 // path replaced by the entry's, as it reads once published; words are

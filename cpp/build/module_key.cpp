@@ -33,13 +33,7 @@ KeyedText keyed_text_of(std::string_view source, const Compiler& compiler,
                         const std::vector<std::string>& units) {
     KeyHasher hasher;
     hasher.add("layout", std::to_string(k_module_layout_version));
-    hasher.add("compiler", compiler.identity().key_material());
-    hasher.add("flags", keyed.flags);
-    hasher.add("include_dirs", keyed.include_dirs);
-    hasher.add("lib_dirs", keyed.lib_dirs);
-    hasher.add("libraries", keyed.libraries);
-    hasher.add("opt_level", static_cast<std::int64_t>(keyed.opt_level));
-    hasher.add("debug_info", static_cast<std::int64_t>(keyed.debug_info));
+    add_compile_fields(hasher, compiler, keyed, KeyedLinks::yes);
     hasher.add("extra", extra);
     hasher.add("source", source);
     if (!kind.empty()) {

@@ -64,11 +64,7 @@ KeyedText prelude_key_text(const Compiler& compiler, const CompileJob& job,
     const CompileJob keyed = cache::absolute_dirs(job);
     KeyHasher hasher;
     hasher.add("layout", "prelude-" + std::to_string(k_prelude_layout_version));
-    hasher.add("compiler", compiler.identity().key_material());
-    hasher.add("flags", keyed.flags);
-    hasher.add("include_dirs", keyed.include_dirs);
-    hasher.add("opt_level", static_cast<std::int64_t>(keyed.opt_level));
-    hasher.add("debug_info", static_cast<std::int64_t>(keyed.debug_info));
+    cache::add_compile_fields(hasher, compiler, keyed, cache::KeyedLinks::no);
     hasher.add("extra", extra);
     hasher.add("header", header_text);
     KeyedText out;
