@@ -40,10 +40,7 @@ KeyedText keyed_text_of(std::string_view source, const Compiler& compiler,
         hasher.add("kind", kind);
         hasher.add("units", units);
     }
-    KeyedText out;
-    out.text = hasher.text();
-    out.key = hasher.hex_digest();
-    return out;
+    return hasher.finish();
 }
 
 std::vector<KeyedText> unit_keys_of(const CompileJob& keyed, const Compiler& compiler,

@@ -67,10 +67,7 @@ KeyedText prelude_key_text(const Compiler& compiler, const CompileJob& job,
     cache::add_compile_fields(hasher, compiler, keyed, cache::KeyedLinks::no);
     hasher.add("extra", extra);
     hasher.add("header", header_text);
-    KeyedText out;
-    out.text = hasher.text();
-    out.key = hasher.hex_digest();
-    return out;
+    return hasher.finish();
 }
 
 std::string prelude_key(const Compiler& compiler, const CompileJob& job,

@@ -3,6 +3,7 @@
 #include "opweave/hash.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace opweave {
 
@@ -111,6 +112,13 @@ KeyHasher& KeyHasher::add(std::string_view name, const std::vector<std::string>&
     }
     show(name, joined);
     return *this;
+}
+
+KeyedText KeyHasher::finish() {
+    KeyedText out;
+    out.text = std::move(m_text);
+    out.key = hex_digest();
+    return out;
 }
 
 std::string KeyHasher::hex_digest() {

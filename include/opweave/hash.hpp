@@ -50,6 +50,13 @@ private:
     std::uint64_t m_total_bytes;
 };
 
+// A cache key and the readable text of everything it covers ("name: value"
+// lines, shown by `opweave cache list`), made in one pass (KeyHasher::finish).
+struct KeyedText {
+    std::string key;
+    std::string text;
+};
+
 // Builds a key from typed fields. The byte encoding is part of every cache
 // key, so it is fixed:
 //   string  's', length as 8 little-endian bytes, the bytes
@@ -82,6 +89,9 @@ public:
     // The digest of all fields so far, as 64 hex characters. The hasher is
     // reset afterwards (its text too).
     std::string hex_digest();
+
+    // The digest and the text of all fields so far; the hasher is reset.
+    KeyedText finish();
 
 private:
     void add_tagged(char tag, const void* data, std::size_t size);

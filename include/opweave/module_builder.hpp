@@ -27,6 +27,7 @@
 
 #include "opweave/build_monitor.hpp"
 #include "opweave/compiler.hpp"
+#include "opweave/hash.hpp"
 #include "opweave/module_cache.hpp"
 
 namespace opweave {
@@ -114,13 +115,6 @@ struct BuiltModule {
     std::vector<BuiltUnit> units;
     // The headers the entry was compiled with, as recorded (headers_changed).
     std::vector<HeaderRecord> headers;
-};
-
-// A cache key and the readable text of everything it covers ("name: value"
-// lines, shown by `opweave cache list`), made in one pass (see KeyHasher).
-struct KeyedText {
-    std::string key;
-    std::string text;
 };
 
 // The key of a module of `source` compiled by `compiler` with `job`, and

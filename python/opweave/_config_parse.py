@@ -45,11 +45,18 @@ def parse_count(text: str) -> int:
     return value
 
 
-def parse_float_dtype(text: str) -> str:
+def _one_of(text: str, choices: tuple[str, ...]) -> str:
+    """``text``, stripped, if it is one of ``choices``; else ValueError
+    naming them ("expected a, b or c")."""
     value = text.strip()
-    if value not in ("float64", "float32", "float16"):
-        raise ValueError(f"expected float64, float32 or float16, got {text!r}")
+    if value not in choices:
+        listed = f"{', '.join(choices[:-1])} or {choices[-1]}"
+        raise ValueError(f"expected {listed}, got {text!r}")
     return value
+
+
+def parse_float_dtype(text: str) -> str:
+    return _one_of(text, ("float64", "float32", "float16"))
 
 
 def parse_linker(text: str) -> str:
@@ -90,10 +97,7 @@ def parse_mode(text: str) -> str:
 
 
 def parse_unused_input(text: str) -> str:
-    value = text.strip()
-    if value not in ("raise", "warn", "ignore"):
-        raise ValueError(f"expected raise, warn or ignore, got {text!r}")
-    return value
+    return _one_of(text, ("raise", "warn", "ignore"))
 
 
 def parse_size(text: str) -> int:

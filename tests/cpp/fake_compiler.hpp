@@ -18,6 +18,11 @@
 
 namespace opweave_test {
 
+// The --version text of a GCC, for fakes that pose as one.
+constexpr const char* k_gcc_version =
+    "g++ (Debian 12.2.0-14) 12.2.0\n"
+    "Copyright (C) 2022 Free Software Foundation, Inc.\n";
+
 // Options for a module cache rooted in `<dir>/cache`.
 inline opweave::CacheOptions cache_options(const TempDir& dir) {
     opweave::CacheOptions options;

@@ -27,14 +27,12 @@ using namespace opweave;
 using opweave_test::FakeCompiler;
 using opweave_test::call_answer;
 using opweave_test::TempDir;
+using opweave_test::k_gcc_version;
 using opweave_test::cache_options;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* k_gcc_version =
-    "g++ (Debian 12.2.0-14) 12.2.0\n"
-    "Copyright (C) 2022 Free Software Foundation, Inc.\n";
 constexpr const char* k_prelude_text = "#include <vector>\n";
 
 CompileJob base_job() {
