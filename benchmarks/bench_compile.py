@@ -52,11 +52,11 @@ def module_request(fgraph: FunctionGraph) -> tuple[Any, Any]:
     graph = linker.graph_spec(compiler)
     job = linker.compile_job(graph.objects, compiler)
     request = cmodule.module_request(
-        _core.assemble_module(graph.spec)["text"],
+        _core.assemble_module(graph.spec).text,
         job,
         linker.key_extra(graph.objects),
         label=linker.label(),
-        prelude=cmodule.prelude_request(graph.spec["headers"], job),
+        prelude=cmodule.prelude_request(graph.spec.headers, job),
     )
     return compiler, request
 

@@ -549,15 +549,20 @@ AssembledModule assemble_module(const ModuleSpec& spec) {
     return module;
 }
 
-std::size_t origin_of_line(const AssembledModule& module, int line) {
+const LineRange* range_of_line(const std::vector<LineRange>& line_map, int line) {
     auto after = std::upper_bound(
-        module.line_map.begin(), module.line_map.end(), line,
+        line_map.begin(), line_map.end(), line,
         [](int value, const LineRange& range) { return value < range.first; });
-    if (after == module.line_map.begin()) {
-        return k_no_origin;
+    if (after == line_map.begin()) {
+        return nullptr;
     }
     const LineRange& range = *std::prev(after);
-    return line <= range.last ? range.origin : k_no_origin;
+    return line <= range.last ? &range : nullptr;
+}
+
+std::size_t origin_of_line(const AssembledModule& module, int line) {
+    const LineRange* range = range_of_line(module.line_map, line);
+    return range == nullptr ? k_no_origin : range->origin;
 }
 
 }  // namespace opweave

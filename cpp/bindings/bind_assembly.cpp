@@ -1,8 +1,20 @@
-// opweave._core: assemble_module, from a Python description of the module.
+// opweave._core: the assembler's structs (module_source.hpp) as Python
+// types, and assemble_module.
+//
+// The small value records (CodeOrigin, CodeFragment, Step, LineRange) are
+// named tuples: Python makes many of them while it writes a graph's code,
+// unpacks them, and uses them as keys, and any tuple of the right shape
+// converts (its parts type-checked here). The aggregates (UnitSpec,
+// GraphExport, ModuleSpec, AssembledUnit, AssembledModule) are classes
+// with keyword constructors, so a misspelt part is a TypeError, not a part
+// silently left out of the module.
 #include <pybind11/stl.h>
 
-#include <initializer_list>
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bindings/bindings.hpp"
 #include "opweave/module_source.hpp"
@@ -10,169 +22,279 @@
 namespace py = pybind11;
 
 namespace opweave::bindings {
-
 namespace {
 
-// A key of `dict` that `known` does not list raises ValueError naming it: a
-// misspelt key would otherwise leave its part out of the module, silently.
-void check_keys(const py::dict& dict, std::initializer_list<const char*> known,
-                const char* what) {
-    for (const auto& item : dict) {
-        const std::string key = py::str(item.first);
-        bool found = false;
-        for (const char* name : known) {
-            found = found || key == name;
-        }
-        if (!found) {
-            std::string names;
-            for (const char* name : known) {
-                names += names.empty() ? "" : ", ";
-                names += name;
-            }
-            throw py::value_error(std::string(what) + " has no part '" + key + "' (its parts: " +
-                                  names + ")");
-        }
+// The named tuple types; the module's attributes own them.
+PyObject* g_origin_type = nullptr;
+PyObject* g_fragment_type = nullptr;
+PyObject* g_step_type = nullptr;
+PyObject* g_line_range_type = nullptr;
+
+// `object` as a tuple of `size` items, else TypeError naming `shape`.
+py::tuple record(py::handle object, std::size_t size, const char* shape) {
+    if (!PyTuple_Check(object.ptr()) ||
+        static_cast<std::size_t>(PyTuple_GET_SIZE(object.ptr())) != size) {
+        throw py::type_error(std::string("expected ") + shape + ", got " +
+                             std::string(py::repr(object)).substr(0, 200));
+    }
+    return py::reinterpret_borrow<py::tuple>(object);
+}
+
+template <typename T>
+T part(const py::tuple& fields, std::size_t index, const char* shape) {
+    try {
+        return fields[index].cast<T>();
+    } catch (const py::cast_error&) {
+        throw py::type_error(std::string("expected ") + shape + ", got " +
+                             std::string(py::repr(fields)).substr(0, 200));
     }
 }
 
-// (text, origin) with origin -1 for "none".
-CodeFragment to_fragment(const py::handle& item) {
-    auto pair = item.cast<py::tuple>();
-    if (pair.size() != 2) {
-        throw py::value_error("a code fragment is a (text, origin) pair");
-    }
-    CodeFragment fragment;
-    fragment.text = pair[0].cast<std::string>();
-    auto origin = pair[1].cast<long long>();
-    fragment.origin = origin < 0 ? k_no_origin : static_cast<std::size_t>(origin);
-    return fragment;
+long long origin_index(std::size_t origin) {
+    return origin == k_no_origin ? -1 : static_cast<long long>(origin);
 }
 
-std::vector<CodeFragment> to_fragments(const py::dict& spec, const char* key) {
-    std::vector<CodeFragment> fragments;
-    if (spec.contains(key)) {
-        for (const py::handle item : spec[key]) {
-            fragments.push_back(to_fragment(item));
-        }
-    }
-    return fragments;
+py::object make(PyObject* type, const py::tuple& fields) {
+    return py::reinterpret_borrow<py::object>(type)(*fields);
 }
 
-std::vector<std::vector<CodeFragment>> to_definitions(const py::dict& spec, const char* key) {
-    std::vector<std::vector<CodeFragment>> definitions;
-    if (spec.contains(key)) {
-        for (const py::handle definition : spec[key]) {
-            std::vector<CodeFragment> parts;
-            for (const py::handle item : definition) {
-                parts.push_back(to_fragment(item));
-            }
-            definitions.push_back(std::move(parts));
-        }
+}  // namespace
+}  // namespace opweave::bindings
+
+namespace pybind11::detail {
+
+template <>
+struct type_caster<opweave::CodeOrigin> {
+    PYBIND11_TYPE_CASTER(opweave::CodeOrigin, const_name("CodeOrigin"));
+    bool load(handle source, bool) {
+        constexpr const char* shape = "a CodeOrigin (what: str, file: str, line: int)";
+        const tuple fields = opweave::bindings::record(source, 3, shape);
+        using opweave::bindings::part;
+        value = {part<std::string>(fields, 0, shape), part<std::string>(fields, 1, shape),
+                 part<int>(fields, 2, shape)};
+        return true;
     }
-    return definitions;
+    static handle cast(const opweave::CodeOrigin& origin, return_value_policy, handle) {
+        return opweave::bindings::make(opweave::bindings::g_origin_type,
+                                       pybind11::make_tuple(origin.what, origin.file, origin.line))
+            .release();
+    }
+};
+
+template <>
+struct type_caster<opweave::CodeFragment> {
+    PYBIND11_TYPE_CASTER(opweave::CodeFragment, const_name("CodeFragment"));
+    bool load(handle source, bool) {
+        constexpr const char* shape = "a CodeFragment (text: str, origin: int, -1 for none)";
+        const tuple fields = opweave::bindings::record(source, 2, shape);
+        using opweave::bindings::part;
+        const auto origin = part<long long>(fields, 1, shape);
+        value = {part<std::string>(fields, 0, shape),
+                 origin < 0 ? opweave::k_no_origin : static_cast<std::size_t>(origin)};
+        return true;
+    }
+    static handle cast(const opweave::CodeFragment& fragment, return_value_policy, handle) {
+        return opweave::bindings::make(
+                   opweave::bindings::g_fragment_type,
+                   pybind11::make_tuple(opweave::bindings::text(fragment.text),
+                              opweave::bindings::origin_index(fragment.origin)))
+            .release();
+    }
+};
+
+template <>
+struct type_caster<opweave::Step> {
+    PYBIND11_TYPE_CASTER(opweave::Step, const_name("Step"));
+    bool load(handle source, bool) {
+        constexpr const char* shape = "a Step (id: int, run: str, undo: str, args: list[int])";
+        const tuple fields = opweave::bindings::record(source, 4, shape);
+        using opweave::bindings::part;
+        value = {part<int>(fields, 0, shape), part<std::string>(fields, 1, shape),
+                 part<std::string>(fields, 2, shape), part<std::vector<int>>(fields, 3, shape)};
+        return true;
+    }
+    static handle cast(const opweave::Step& step, return_value_policy, handle) {
+        return opweave::bindings::make(opweave::bindings::g_step_type,
+                                       pybind11::make_tuple(step.id, step.run, step.undo, step.args))
+            .release();
+    }
+};
+
+template <>
+struct type_caster<opweave::LineRange> {
+    PYBIND11_TYPE_CASTER(opweave::LineRange, const_name("LineRange"));
+    bool load(handle, bool) { return false; }  // only the assembler makes them
+    static handle cast(const opweave::LineRange& range, return_value_policy, handle) {
+        return opweave::bindings::make(
+                   opweave::bindings::g_line_range_type,
+                   pybind11::make_tuple(range.first, range.last,
+                              opweave::bindings::origin_index(range.origin)))
+            .release();
+    }
+};
+
+}  // namespace pybind11::detail
+
+namespace opweave::bindings {
+namespace {
+
+using Fragments = std::vector<CodeFragment>;
+using Definitions = std::vector<std::vector<CodeFragment>>;
+
+PyObject* named_tuple(py::module_& m, const char* name, const char* fields, const char* doc) {
+    py::object type = py::module_::import("collections").attr("namedtuple")(name, fields);
+    type.attr("__module__") = "opweave._core";
+    type.attr("__doc__") = doc;
+    m.attr(name) = type;
+    return type.ptr();
 }
 
-// (id, run, undo, [args])
-std::vector<Step> to_steps(const py::dict& spec, const char* key) {
-    std::vector<Step> steps;
-    if (!spec.contains(key)) {
-        return steps;
-    }
-    for (const py::handle item : spec[key]) {
-        auto fields = item.cast<py::tuple>();
-        if (fields.size() != 4) {
-            throw py::value_error(std::string(key) + ": a step is (id, run, undo, args)");
-        }
-        steps.push_back(Step{fields[0].cast<int>(), fields[1].cast<std::string>(),
-                             fields[2].cast<std::string>(), fields[3].cast<std::vector<int>>()});
-    }
-    return steps;
+void bind_records(py::module_& m) {
+    g_origin_type = named_tuple(
+        m, "CodeOrigin", "what file line",
+        "Where a fragment of generated code came from: `what` (\"node 0 MyOp c_code\"),\n"
+        "the `file` its text was read from (\"\": none) and the `line` of that file it\n"
+        "starts at. Any (str, str, int) tuple converts.");
+    g_fragment_type = named_tuple(
+        m, "CodeFragment", "text origin",
+        "A piece of code and the index of its CodeOrigin in ModuleSpec.origins (-1:\n"
+        "written by opweave itself). Any (str, int) tuple converts.");
+    g_step_type = named_tuple(
+        m, "Step", "id run undo args",
+        "One step of the module's init or run: a positive `id` unique among the\n"
+        "module's steps (what a failure reports), the names of its `run` and `undo`\n"
+        "functions (\"\": none) and the `args` they get. Any (int, str, str, [int])\n"
+        "tuple converts.");
+    g_line_range_type = named_tuple(
+        m, "LineRange", "first last origin",
+        "Lines `first` to `last` (1-based, inclusive) of an assembled text, and the\n"
+        "index of the origin of their code (-1: none).");
 }
 
-// {headers, support_code, definitions, init_code, init_code_apply}
-UnitSpec to_unit(const py::handle& item) {
-    const auto unit = item.cast<py::dict>();
-    check_keys(unit, {"headers", "support_code", "definitions", "init_code", "init_code_apply"},
-               "a unit");
-    UnitSpec out;
-    if (unit.contains("headers")) {
-        out.headers = unit["headers"].cast<std::vector<std::string>>();
-    }
-    out.support_code = to_fragments(unit, "support_code");
-    out.definitions = to_definitions(unit, "definitions");
-    out.init_code = to_fragments(unit, "init_code");
-    out.init_code_apply = to_fragments(unit, "init_code_apply");
-    return out;
+void bind_specs(py::module_& m) {
+    py::class_<UnitSpec>(m, "UnitSpec",
+                         "A compile unit of a module (see module_source.hpp): code compiled on\n"
+                         "its own and linked with the module. Fields read as copies: assign a\n"
+                         "whole field to change it.")
+        .def(py::init([](std::vector<std::string> headers, Fragments support_code,
+                         Definitions definitions, Fragments init_code, Fragments init_code_apply) {
+                 return UnitSpec{std::move(headers), std::move(support_code),
+                                 std::move(definitions), std::move(init_code),
+                                 std::move(init_code_apply)};
+             }),
+             py::kw_only(), py::arg("headers") = std::vector<std::string>{},
+             py::arg("support_code") = Fragments{}, py::arg("definitions") = Definitions{},
+             py::arg("init_code") = Fragments{}, py::arg("init_code_apply") = Fragments{})
+        .def_readwrite("headers", &UnitSpec::headers)
+        .def_readwrite("support_code", &UnitSpec::support_code)
+        .def_readwrite("definitions", &UnitSpec::definitions)
+        .def_readwrite("init_code", &UnitSpec::init_code)
+        .def_readwrite("init_code_apply", &UnitSpec::init_code_apply);
+
+    py::class_<GraphExport>(m, "GraphExport",
+                            "A graph the module exports besides its own: the graph of one node,\n"
+                            "under the `key` of that node's code. Its `definitions` define the\n"
+                            "opweave_graph_abi `table` (graph_abi.h).")
+        .def(py::init([](std::string key, std::string table, Definitions definitions) {
+                 return GraphExport{std::move(key), std::move(table), std::move(definitions)};
+             }),
+             py::kw_only(), py::arg("key"), py::arg("table"),
+             py::arg("definitions") = Definitions{})
+        .def_readwrite("key", &GraphExport::key)
+        .def_readwrite("table", &GraphExport::table)
+        .def_readwrite("definitions", &GraphExport::definitions);
 }
 
-int to_count(const py::dict& spec, const char* key) {
-    return spec.contains(key) ? spec[key].cast<int>() : 0;
+void bind_module_spec(py::module_& m) {
+    py::class_<ModuleSpec>(
+        m, "ModuleSpec",
+        "The parts of a graph module (see module_source.hpp), for assemble_module.\n"
+        "Every part is a keyword; fields read as copies: assign a whole field to\n"
+        "change it, or copy() the spec.")
+        .def(py::init([](std::vector<CodeOrigin> origins, std::vector<std::string> headers,
+                         Fragments support_code, Definitions definitions, Fragments members,
+                         Definitions step_functions, std::vector<Step> init_steps,
+                         std::vector<Step> run_steps, Fragments init_code,
+                         Fragments init_code_apply, std::vector<UnitSpec> units,
+                         std::vector<GraphExport> exports, int n_inputs, int n_outputs,
+                         int n_orphans, std::string source_name) {
+                 return ModuleSpec{std::move(origins),        std::move(headers),
+                                   std::move(support_code),   std::move(definitions),
+                                   std::move(members),        std::move(step_functions),
+                                   std::move(init_steps),     std::move(run_steps),
+                                   std::move(init_code),      std::move(init_code_apply),
+                                   std::move(units),          std::move(exports),
+                                   n_inputs,                  n_outputs,
+                                   n_orphans,                 std::move(source_name)};
+             }),
+             py::kw_only(), py::arg("origins") = std::vector<CodeOrigin>{},
+             py::arg("headers") = std::vector<std::string>{},
+             py::arg("support_code") = Fragments{}, py::arg("definitions") = Definitions{},
+             py::arg("members") = Fragments{}, py::arg("step_functions") = Definitions{},
+             py::arg("init_steps") = std::vector<Step>{},
+             py::arg("run_steps") = std::vector<Step>{}, py::arg("init_code") = Fragments{},
+             py::arg("init_code_apply") = Fragments{},
+             py::arg("units") = std::vector<UnitSpec>{},
+             py::arg("exports") = std::vector<GraphExport>{}, py::arg("n_inputs") = 0,
+             py::arg("n_outputs") = 0, py::arg("n_orphans") = 0,
+             py::arg("source_name") = ModuleSpec{}.source_name)
+        .def("copy", [](const ModuleSpec& spec) { return spec; }, "A copy of this spec.")
+        .def_readwrite("origins", &ModuleSpec::origins)
+        .def_readwrite("headers", &ModuleSpec::headers)
+        .def_readwrite("support_code", &ModuleSpec::support_code)
+        .def_readwrite("definitions", &ModuleSpec::definitions)
+        .def_readwrite("members", &ModuleSpec::members)
+        .def_readwrite("step_functions", &ModuleSpec::step_functions)
+        .def_readwrite("init_steps", &ModuleSpec::init_steps)
+        .def_readwrite("run_steps", &ModuleSpec::run_steps)
+        .def_readwrite("init_code", &ModuleSpec::init_code)
+        .def_readwrite("init_code_apply", &ModuleSpec::init_code_apply)
+        .def_readwrite("units", &ModuleSpec::units)
+        .def_readwrite("exports", &ModuleSpec::exports)
+        .def_readwrite("n_inputs", &ModuleSpec::n_inputs)
+        .def_readwrite("n_outputs", &ModuleSpec::n_outputs)
+        .def_readwrite("n_orphans", &ModuleSpec::n_orphans)
+        .def_readwrite("source_name", &ModuleSpec::source_name);
 }
 
-// {key, table, definitions}
-GraphExport to_export(const py::handle& item) {
-    const auto graph = item.cast<py::dict>();
-    check_keys(graph, {"key", "table", "definitions"}, "an export");
-    GraphExport out;
-    out.key = graph["key"].cast<std::string>();
-    out.table = graph["table"].cast<std::string>();
-    out.definitions = to_definitions(graph, "definitions");
-    return out;
+// (origin index, line of that origin's code) of generated line `line`.
+std::optional<std::pair<long long, int>> origin_line(const std::vector<LineRange>& line_map,
+                                                     int line) {
+    const LineRange* range = range_of_line(line_map, line);
+    if (range == nullptr) {
+        return std::nullopt;
+    }
+    return std::make_pair(origin_index(range->origin), line - range->first + 1);
 }
 
-py::list to_line_map(const std::vector<LineRange>& ranges) {
-    py::list line_map;
-    for (const LineRange& range : ranges) {
-        line_map.append(py::make_tuple(range.first, range.last, range.origin));
-    }
-    return line_map;
-}
+constexpr const char* k_origin_of_line_doc =
+    "(origin index, line of that origin's code, 1-based) of generated line `line`,\n"
+    "or None for a line opweave wrote.";
 
-ModuleSpec to_spec(const py::dict& spec) {
-    check_keys(spec,
-               {"origins", "headers", "support_code", "init_code", "init_code_apply",
-                "definitions", "members", "step_functions", "init_steps", "run_steps", "units",
-                "exports", "n_inputs", "n_outputs", "n_orphans", "source_name"},
-               "a module spec");
-    ModuleSpec out;
-    if (spec.contains("origins")) {
-        for (const py::handle item : spec["origins"]) {
-            auto fields = item.cast<py::tuple>();
-            if (fields.size() != 3) {
-                throw py::value_error("an origin is (what, file, line)");
-            }
-            out.origins.push_back(CodeOrigin{fields[0].cast<std::string>(),
-                                             fields[1].cast<std::string>(), fields[2].cast<int>()});
-        }
-    }
-    if (spec.contains("headers")) {
-        out.headers = spec["headers"].cast<std::vector<std::string>>();
-    }
-    out.support_code = to_fragments(spec, "support_code");
-    out.init_code = to_fragments(spec, "init_code");
-    out.init_code_apply = to_fragments(spec, "init_code_apply");
-    out.definitions = to_definitions(spec, "definitions");
-    out.members = to_fragments(spec, "members");
-    out.step_functions = to_definitions(spec, "step_functions");
-    out.init_steps = to_steps(spec, "init_steps");
-    out.run_steps = to_steps(spec, "run_steps");
-    if (spec.contains("units")) {
-        for (const py::handle unit : spec["units"]) {
-            out.units.push_back(to_unit(unit));
-        }
-    }
-    if (spec.contains("exports")) {
-        for (const py::handle graph : spec["exports"]) {
-            out.exports.push_back(to_export(graph));
-        }
-    }
-    out.n_inputs = to_count(spec, "n_inputs");
-    out.n_outputs = to_count(spec, "n_outputs");
-    out.n_orphans = to_count(spec, "n_orphans");
-    if (spec.contains("source_name")) {
-        out.source_name = spec["source_name"].cast<std::string>();
-    }
-    return out;
+void bind_assembled(py::module_& m) {
+    py::class_<AssembledUnit>(m, "AssembledUnit", "The text of one compile unit of a module.")
+        .def_property_readonly("text", [](const AssembledUnit& unit) { return text(unit.text); })
+        .def_readonly("init_function", &AssembledUnit::init_function)
+        .def_readonly("line_map", &AssembledUnit::line_map)
+        .def(
+            "origin_of_line",
+            [](const AssembledUnit& unit, int line) { return origin_line(unit.line_map, line); },
+            py::arg("line"), k_origin_of_line_doc);
+
+    py::class_<AssembledModule>(m, "AssembledModule",
+                                "A laid-out module: its `text`, `content_key` (SHA-256 of the\n"
+                                "text), `line_map` (LineRange, sorted) and `units`.")
+        .def_property_readonly("text",
+                               [](const AssembledModule& module) { return text(module.text); })
+        .def_readonly("content_key", &AssembledModule::content_key)
+        .def_readonly("line_map", &AssembledModule::line_map)
+        .def_readonly("units", &AssembledModule::units)
+        .def(
+            "origin_of_line",
+            [](const AssembledModule& module, int line) {
+                return origin_line(module.line_map, line);
+            },
+            py::arg("line"), k_origin_of_line_doc);
 }
 
 }  // namespace
@@ -182,47 +304,22 @@ void init_assembly(py::module_& m) {
     m.attr("PYTHON_PRELUDE") = std::string(k_python_prelude);
     m.attr("NUMPY_PRELUDE") = std::string(k_numpy_prelude);
     m.attr("GRAPH_MODULE_NAME") = k_graph_module_name;
+    bind_records(m);
+    bind_specs(m);
+    bind_module_spec(m);
+    bind_assembled(m);
     m.def(
         "assemble_module",
-        [](const py::dict& spec) {
-            ModuleSpec parsed = to_spec(spec);
-            AssembledModule module;
-            {
-                py::gil_scoped_release release;
-                module = assemble_module(parsed);
-            }
-            py::list units;
-            for (const AssembledUnit& unit : module.units) {
-                py::dict assembled;
-                assembled["text"] = text(unit.text);
-                assembled["init_function"] = unit.init_function;
-                assembled["line_map"] = to_line_map(unit.line_map);
-                units.append(assembled);
-            }
-            py::dict result;
-            result["text"] = text(module.text);
-            result["content_key"] = module.content_key;
-            result["line_map"] = to_line_map(module.line_map);
-            result["units"] = units;
-            return result;
+        [](const ModuleSpec& spec) {
+            ModuleSpec own = spec;  // Python may change `spec` while the GIL is released
+            py::gil_scoped_release release;
+            return assemble_module(own);
         },
         py::arg("spec"),
-        "Lays out a graph module from its parts. `spec` is a dict with:\n"
-        "  origins: [(what, file, line)], headers: [str],\n"
-        "  support_code, init_code, init_code_apply: [(text, origin)],\n"
-        "  definitions, step_functions: [[(text, origin)]] (before and after the\n"
-        "    graph struct), members: [(text, origin)] (inside it),\n"
-        "  init_steps, run_steps: [(id, run, undo, [int])] (function names, \"\": none),\n"
-        "  n_inputs, n_outputs, n_orphans: int, source_name: str,\n"
-        "  units: [{headers, support_code, definitions, init_code, init_code_apply}]\n"
-        "    (compile units, see module_source.hpp),\n"
-        "  exports: [{key, table, definitions}] (graphs exported besides the module's\n"
-        "    own: `definitions` define the opweave_graph_abi `table`; the module's\n"
-        "    `nodes` dict maps each key to a capsule of its table),\n"
-        "where every fragment is (text, origin index or -1). Returns a dict with\n"
-        "the module `text`, its `content_key` (SHA-256), `line_map`:\n"
-        "[(first_line, last_line, origin)], and `units`: [{text, init_function,\n"
-        "line_map}]. Raises ValueError for a bad spec.");
+        "Lays out a graph module from its parts (see module_source.hpp). Raises\n"
+        "ValueError for an inconsistent spec (a step id that is not positive or not\n"
+        "unique, a step without a run function, a function name that is not an\n"
+        "identifier, an origin index out of range, a negative count).");
 }
 
 }  // namespace opweave::bindings

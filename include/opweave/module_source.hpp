@@ -186,6 +186,10 @@ AssembledModule assemble_module(const ModuleSpec& spec);
 // The origin of generated line `line`, or k_no_origin.
 std::size_t origin_of_line(const AssembledModule& module, int line);
 
+// The range of `line_map` (sorted, as AssembledModule's) that holds `line`,
+// or nullptr.
+const LineRange* range_of_line(const std::vector<LineRange>& line_map, int line);
+
 // The name of the source file of a unit's cache entry (module.cpp is the
 // module's), for UnitSpec texts' lines after a fragment read from a file.
 inline constexpr const char* k_unit_source_name = "unit.cpp";

@@ -2,7 +2,9 @@
 # Generated from the built module: pybind11-stubgen opweave._core -o python
 # tests/python/_core/test_stub.py checks that it names everything the module has.
 # Written by hand, to keep when regenerating: the Function, StepRunner and CellCall
-# classes. It imports nothing of opweave: it is the lowest layer.
+# classes, and the CodeOrigin, CodeFragment, Step and LineRange named tuples (and
+# the plain tuples that convert to them, in the assembler's parameter types).
+# It imports nothing of opweave: it is the lowest layer.
 """
 opweave's C++ core: content hash, file locks, module cache and compiler driver,
 graph module assembly and the compiled-function runtime.
@@ -13,7 +15,239 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['BuiltModule', 'CellCall', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'DEFAULT_LOCK_TIMEOUT', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CompileJob', 'CompileSlot', 'Compiler', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'HeaderRecord', 'KeyHasher', 'MODULE_LAYOUT_VERSION', 'NUMPY_PRELUDE', 'PYTHON_PRELUDE', 'ModuleCache', 'ModuleRequest', 'OptLevel', 'PreludeRequest', 'PruneResult', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
+class CodeOrigin(typing.NamedTuple):
+    """
+    Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
+    the `file` its text was read from ("": none) and the `line` of that file it
+    starts at. Any (str, str, int) tuple converts.
+    """
+    what: str
+    file: str
+    line: int
+class CodeFragment(typing.NamedTuple):
+    """
+    A piece of code and the index of its CodeOrigin in ModuleSpec.origins (-1:
+    written by opweave itself). Any (str, int) tuple converts.
+    """
+    text: str
+    origin: int
+class Step(typing.NamedTuple):
+    """
+    One step of the module's init or run: a positive `id` unique among the
+    module's steps (what a failure reports), the names of its `run` and `undo`
+    functions ("": none) and the `args` they get. Any (int, str, str, [int])
+    tuple converts.
+    """
+    id: int
+    run: str
+    undo: str
+    args: list[int]
+class LineRange(typing.NamedTuple):
+    """
+    Lines `first` to `last` (1-based, inclusive) of an assembled text, and the
+    index of the origin of their code (-1: none).
+    """
+    first: int
+    last: int
+    origin: int
+class AssembledModule:
+    """
+    A laid-out module: its `text`, `content_key` (SHA-256 of the
+    text), `line_map` (LineRange, sorted) and `units`.
+    """
+    def origin_of_line(self, line: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int] | None:
+        """
+        (origin index, line of that origin's code, 1-based) of generated line `line`,
+        or None for a line opweave wrote.
+        """
+    @property
+    def content_key(self) -> str:
+        ...
+    @property
+    def line_map(self) -> list[LineRange]:
+        ...
+    @property
+    def text(self) -> str:
+        ...
+    @property
+    def units(self) -> list[AssembledUnit]:
+        ...
+class AssembledUnit:
+    """
+    The text of one compile unit of a module.
+    """
+    def origin_of_line(self, line: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int] | None:
+        """
+        (origin index, line of that origin's code, 1-based) of generated line `line`,
+        or None for a line opweave wrote.
+        """
+    @property
+    def init_function(self) -> str:
+        ...
+    @property
+    def line_map(self) -> list[LineRange]:
+        ...
+    @property
+    def text(self) -> str:
+        ...
+class GraphExport:
+    """
+    A graph the module exports besides its own: the graph of one node,
+    under the `key` of that node's code. Its `definitions` define the
+    opweave_graph_abi `table` (graph_abi.h).
+    """
+    key: str
+    table: str
+    def __init__(self, *, key: str, table: str, definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = []) -> None:
+        ...
+    @property
+    def definitions(self) -> list[list[CodeFragment]]:
+        ...
+    @definitions.setter
+    def definitions(self, arg0: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]]) -> None:
+        ...
+class ModuleSpec:
+    """
+    The parts of a graph module (see module_source.hpp), for assemble_module.
+    Every part is a keyword; fields read as copies: assign a whole field to
+    change it, or copy() the spec.
+    """
+    source_name: str
+    def __init__(self, *, origins: collections.abc.Sequence[CodeOrigin | tuple[str, str, int]] = [], headers: collections.abc.Sequence[str] = [], support_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], members: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], step_functions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], init_steps: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]] = [], run_steps: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]] = [], init_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], init_code_apply: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], units: collections.abc.Sequence[UnitSpec] = [], exports: collections.abc.Sequence[GraphExport] = [], n_inputs: typing.SupportsInt | typing.SupportsIndex = 0, n_outputs: typing.SupportsInt | typing.SupportsIndex = 0, n_orphans: typing.SupportsInt | typing.SupportsIndex = 0, source_name: str = 'module.cpp') -> None:
+        ...
+    def copy(self) -> ModuleSpec:
+        """
+        A copy of this spec.
+        """
+    @property
+    def definitions(self) -> list[list[CodeFragment]]:
+        ...
+    @definitions.setter
+    def definitions(self, arg0: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]]) -> None:
+        ...
+    @property
+    def exports(self) -> list[GraphExport]:
+        ...
+    @exports.setter
+    def exports(self, arg0: collections.abc.Sequence[GraphExport]) -> None:
+        ...
+    @property
+    def headers(self) -> list[str]:
+        ...
+    @headers.setter
+    def headers(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def init_code(self) -> list[CodeFragment]:
+        ...
+    @init_code.setter
+    def init_code(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
+    @property
+    def init_code_apply(self) -> list[CodeFragment]:
+        ...
+    @init_code_apply.setter
+    def init_code_apply(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
+    @property
+    def init_steps(self) -> list[Step]:
+        ...
+    @init_steps.setter
+    def init_steps(self, arg0: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]]) -> None:
+        ...
+    @property
+    def members(self) -> list[CodeFragment]:
+        ...
+    @members.setter
+    def members(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
+    @property
+    def n_inputs(self) -> int:
+        ...
+    @n_inputs.setter
+    def n_inputs(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_orphans(self) -> int:
+        ...
+    @n_orphans.setter
+    def n_orphans(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_outputs(self) -> int:
+        ...
+    @n_outputs.setter
+    def n_outputs(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def origins(self) -> list[CodeOrigin]:
+        ...
+    @origins.setter
+    def origins(self, arg0: collections.abc.Sequence[CodeOrigin | tuple[str, str, int]]) -> None:
+        ...
+    @property
+    def run_steps(self) -> list[Step]:
+        ...
+    @run_steps.setter
+    def run_steps(self, arg0: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]]) -> None:
+        ...
+    @property
+    def step_functions(self) -> list[list[CodeFragment]]:
+        ...
+    @step_functions.setter
+    def step_functions(self, arg0: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]]) -> None:
+        ...
+    @property
+    def support_code(self) -> list[CodeFragment]:
+        ...
+    @support_code.setter
+    def support_code(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
+    @property
+    def units(self) -> list[UnitSpec]:
+        ...
+    @units.setter
+    def units(self, arg0: collections.abc.Sequence[UnitSpec]) -> None:
+        ...
+class UnitSpec:
+    """
+    A compile unit of a module (see module_source.hpp): code compiled on
+    its own and linked with the module. Fields read as copies: assign a
+    whole field to change it.
+    """
+    def __init__(self, *, headers: collections.abc.Sequence[str] = [], support_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], init_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], init_code_apply: collections.abc.Sequence[CodeFragment | tuple[str, int]] = []) -> None:
+        ...
+    @property
+    def definitions(self) -> list[list[CodeFragment]]:
+        ...
+    @definitions.setter
+    def definitions(self, arg0: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]]) -> None:
+        ...
+    @property
+    def headers(self) -> list[str]:
+        ...
+    @headers.setter
+    def headers(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def init_code(self) -> list[CodeFragment]:
+        ...
+    @init_code.setter
+    def init_code(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
+    @property
+    def init_code_apply(self) -> list[CodeFragment]:
+        ...
+    @init_code_apply.setter
+    def init_code_apply(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
+    @property
+    def support_code(self) -> list[CodeFragment]:
+        ...
+    @support_code.setter
+    def support_code(self, arg0: collections.abc.Sequence[CodeFragment | tuple[str, int]]) -> None:
+        ...
 class KeyHasher:
     """
     Builds a cache key from typed, length-prefixed fields, so that
@@ -925,21 +1159,12 @@ class StepRunner:
         """
         The number of steps.
         """
-def assemble_module(spec: dict) -> dict:
+def assemble_module(spec: ModuleSpec) -> AssembledModule:
     """
-    Lays out a graph module from its parts. `spec` is a dict with:
-      origins: [(what, file, line)], headers: [str],
-      support_code, init_code, init_code_apply: [(text, origin)],
-      definitions, step_functions: [[(text, origin)]] (before and after the
-        graph struct), members: [(text, origin)] (inside it),
-      init_steps, run_steps: [(id, run, undo, [int])] (function names, "": none),
-      n_inputs, n_outputs, n_orphans: int, source_name: str,
-      units: [{headers, support_code, definitions, init_code, init_code_apply}]
-        (compile units, see module_source.hpp),
-    where every fragment is (text, origin index or -1). Returns a dict with
-    the module `text`, its `content_key` (SHA-256), `line_map`:
-    [(first_line, last_line, origin)], and `units`: [{text, init_function,
-    line_map}]. Raises ValueError for a bad spec.
+    Lays out a graph module from its parts (see module_source.hpp). Raises
+    ValueError for an inconsistent spec (a step id that is not positive or not
+    unique, a step without a run function, a function name that is not an
+    identifier, an origin index out of range, a negative count).
     """
 def build_module(cache: ModuleCache, compiler: Compiler, request: ModuleRequest, on_prelude_missing: typing.Any = None) -> BuiltModule:
     """

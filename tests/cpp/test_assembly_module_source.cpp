@@ -133,6 +133,11 @@ OPWEAVE_TEST(line_map_points_at_each_fragment) {
     CHECK_EQ(opweave::origin_of_line(module, 1), opweave::k_no_origin);
     CHECK_EQ(opweave::origin_of_line(module, line_of(module.text, "struct op_b {")),
              opweave::k_no_origin);
+    // The range of a line says where its fragment starts.
+    const opweave::LineRange* range = opweave::range_of_line(module.line_map, first + 1);
+    CHECK(range != nullptr);
+    CHECK(range->first <= first && first + 1 <= range->last);
+    CHECK(opweave::range_of_line(module.line_map, 1) == nullptr);
 }
 
 OPWEAVE_TEST(file_fragments_get_line_directives_both_ways) {

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
+from opweave import _core
 from opweave.errors import CompileError
 
 __all__ = ["explained", "first_error"]
@@ -24,19 +24,22 @@ def first_error(error: CompileError) -> str:
     return error.summary
 
 
-def _fragments(part: Any) -> Iterator[tuple[str, int]]:
-    """Every ``(text, origin)`` fragment in a module spec or a part of it."""
-    if isinstance(part, dict):
-        for value in part.values():
-            yield from _fragments(value)
-    elif isinstance(part, tuple) and len(part) == 2 and isinstance(part[0], str):
-        yield part
-    elif isinstance(part, list):
-        for item in part:
-            yield from _fragments(item)
+def _fragments(spec: _core.ModuleSpec) -> Iterator[_core.CodeFragment]:
+    """Every fragment of code in a module spec (units and exports included)."""
+    parts: list[_core.ModuleSpec | _core.UnitSpec] = [spec, *spec.units]
+    for part in parts:
+        yield from (*part.support_code, *part.init_code, *part.init_code_apply)
+        for definition in part.definitions:
+            yield from definition
+    yield from spec.members
+    for definition in (
+        *spec.step_functions,
+        *(d for graph in spec.exports for d in graph.definitions),
+    ):
+        yield from definition
 
 
-def _undefined_places(summary: str, spec: dict[str, Any], origins: list[str]) -> list[str]:
+def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) -> list[str]:
     """Where the code that names each symbol the link left undefined comes
     from (see cpp/build/link_check.cpp)."""
     names = summary.partition("symbols that nothing defines: ")[2]
@@ -55,9 +58,9 @@ def _undefined_places(summary: str, spec: dict[str, Any], origins: list[str]) ->
 
 def explained(
     error: CompileError,
-    line_map: list[tuple[int, int, int]],
+    assembled: _core.AssembledModule,
     origins: list[str],
-    spec: dict[str, Any],
+    spec: _core.ModuleSpec,
 ) -> CompileError:
     """The same error, its summary naming the op or type code (and the line
     in it) where each of the first few diagnostics points, or the code that
@@ -67,13 +70,12 @@ def explained(
     for match in _DIAGNOSTIC_LINE.finditer(error.diagnostics):
         if not match["file"].endswith((source_name, "module.cpp")):
             continue
-        line = int(match["line"])
-        for first, last, origin in line_map:
-            if first <= line <= last:
-                place = f"{origins[origin]}, line {line - first + 1} of its code: {match['rest']}"
-                if place not in places:
-                    places.append(place)
-                break
+        found = assembled.origin_of_line(int(match["line"]))
+        if found is not None and found[0] >= 0:
+            origin, line = found
+            place = f"{origins[origin]}, line {line} of its code: {match['rest']}"
+            if place not in places:
+                places.append(place)
         if len(places) >= 3:
             break
     summary = error.summary

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.link.c._export import NodePlan
 
@@ -42,7 +43,7 @@ class GraphSpec(NamedTuple):
     """The module spec (for assemble_module) plus what the linker needs to
     compile and call it."""
 
-    spec: dict[str, Any]
+    spec: _core.ModuleSpec
     orphans: list[Any]
     origins: list[str]
     objects: list[Any]  # the ops and types, in order
@@ -50,10 +51,10 @@ class GraphSpec(NamedTuple):
     output_blocks: dict[int, int]  # run block id of an output -> its output position
     # With units: the same module as one translation unit (what a failed
     # compile of the units falls back to). Without: None.
-    whole: dict[str, Any] | None = None
+    whole: _core.ModuleSpec | None = None
     # run block id of a node -> the node's number (as in block_names)
     node_blocks: dict[int, int] | None = None
-    # The name each of spec["definitions"] defines (a cell or op struct).
+    # The name each of spec.definitions defines (a cell or op struct).
     definition_names: tuple[str, ...] = ()
     # A graph of one node: how its export runs it (see _export.py).
     node_plan: NodePlan | None = None

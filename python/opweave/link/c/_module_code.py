@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from opweave import _core
 from opweave.link.c._cells import Cells, Fragmenter
 from opweave.link.c._node_code import NodeStructs, StructCode
 from opweave.link.c._units import ObjectCode, plan_units, unit_spec
@@ -31,19 +32,16 @@ def object_code(obj: Any, compiler: Any, fragment: Fragmenter) -> ObjectCode:
     )
 
 
-def _table_step(
-    step: tuple[int, str, str, list[int]], calls: dict[str, tuple[str, int]]
-) -> tuple[int, str, str, list[int]]:
+def _table_step(step: _core.Step, calls: dict[str, tuple[str, int]]) -> _core.Step:
     """``step``, calling its struct's run() through the table when
     ``calls`` says so (see NodeStructs.table_steps)."""
-    ident, run, undo, args = step
-    call = calls.get(run[len("node_") :]) if run.startswith("node_") else None
-    return step if call is None else (ident, call[0], undo, [*args, call[1]])
+    call = calls.get(step.run[len("node_") :]) if step.run.startswith("node_") else None
+    return step if call is None else step._replace(run=call[0], args=[*step.args, call[1]])
 
 
 def module_code(
     objects: list[Any],
-    run_steps: list[Any],
+    run_steps: list[_core.Step],
     compiler: Any,
     fragment: Fragmenter,
     cells: Cells,
@@ -51,7 +49,8 @@ def module_code(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The module-level parts of the spec of a graph of ``objects`` (its ops
     and types) whose ``run_steps`` are laid out, and with units, those of the
-    same module as one translation unit."""
+    same module as one translation unit: keyword arguments of
+    ``_core.ModuleSpec``, which the caller completes (origins, steps, counts)."""
     code = {id(obj): object_code(obj, compiler, fragment) for obj in objects}
     structs = nodes_code.codes
     spec = _translation_unit([code[id(obj)] for obj in objects], structs)
@@ -73,7 +72,7 @@ def _in_units(
     groups: list[Any],
     objects: list[Any],
     code: dict[int, ObjectCode],
-    run_steps: list[Any],
+    run_steps: list[_core.Step],
     cells: Cells,
     nodes_code: NodeStructs,
     spec: dict[str, Any],

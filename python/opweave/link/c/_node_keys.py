@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
@@ -205,9 +206,9 @@ def export_parts(graph: Any, key: str) -> dict[str, Any]:
     origins, and the export's own text (see _export.py)."""
     table = f"opweave_node_{key[:24]}"
     return {
-        "origins": graph.spec["origins"],
+        "origins": graph.spec.origins,
         "names": graph.definition_names,
-        "definitions": graph.spec["definitions"],
+        "definitions": graph.spec.definitions,
         "table": table,
         "text": export_text(graph.node_plan, table),
         "read": graph.node_plan.inputs,
@@ -217,14 +218,14 @@ def export_parts(graph: Any, key: str) -> dict[str, Any]:
 
 
 def with_exports(
-    spec: dict[str, Any], names: Sequence[str], codes: Sequence[NodeCode]
-) -> dict[str, Any]:
+    spec: _core.ModuleSpec, names: Sequence[str], codes: Sequence[NodeCode]
+) -> _core.ModuleSpec:
     """``spec`` (whose definitions define ``names``) exporting the graph of
     each of ``codes``: its export's text, after those of its graph's
     definitions that the module lacks (their origins appended to the
     module's)."""
-    out = dict(spec)
-    origins = list(spec["origins"])
+    out = spec.copy()
+    origins = spec.origins
     present = set(names)
     exports = []
     unique = list(dict((c.key, c) for c in codes).values())
@@ -240,15 +241,18 @@ def with_exports(
                 present.add(name)
                 definitions.append([(t, o + offset if o >= 0 else o) for t, o in definition])
         definitions.append([(parts["text"], -1)])
-        exports.append({"key": code.key, "table": parts["table"], "definitions": definitions})
+        exports.append((code.key, parts["table"], definitions))
     if exports:  # the cell functions they call, before the first
         shared = any(code.export["shared_state"] for code in unique)
         helpers = (SHARED_STATE if shared else "") + "".join(
             cell_helpers(cell, cell in read, cell in made) for cell in sorted(read | made)
         )
-        exports[0]["definitions"].insert(0, [(helpers, -1)])
-    out["origins"] = origins
-    out["exports"] = exports
+        exports[0][2].insert(0, [(helpers, -1)])
+    out.origins = origins
+    out.exports = [
+        _core.GraphExport(key=key, table=table, definitions=definitions)
+        for key, table, definitions in exports
+    ]
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.link.c._cells import Fragment
@@ -96,7 +97,7 @@ def unit_spec(
     cell_definitions: dict[str, list[Fragment]],
     cell_type: Callable[[str], Any],
     object_code: Callable[[Any], ObjectCode],
-) -> dict[str, Any]:
+) -> _core.UnitSpec:
     """The spec of the unit holding ``group`` (see ``UnitSpec`` in
     include/opweave/module_source.hpp): the code of its nodes, their
     apply-specific support code, and the support code and init code of
@@ -106,16 +107,16 @@ def unit_spec(
     ops = [op for code in group for op in code.ops]
     objects = list({id(o): o for o in [*map(cell_type, cells), *ops]}.values())
     parts = [object_code(obj) for obj in objects]
-    return {
-        "headers": [h for part in parts for h in part.headers],
-        "support_code": [
+    return _core.UnitSpec(
+        headers=[h for part in parts for h in part.headers],
+        support_code=[
             *(s for part in parts for s in part.support),
             *(code.support_apply for code in group),
         ],
-        "definitions": [
+        definitions=[
             *(cell_definitions[cell] for cell in cells),
             *([*code.declaration, *code.body] for code in group),
         ],
-        "init_code": [i for part in parts for i in part.init],
-        "init_code_apply": [code.init_apply for code in group],
-    }
+        init_code=[i for part in parts for i in part.init],
+        init_code_apply=[code.init_apply for code in group],
+    )

@@ -295,35 +295,35 @@ class CLinker(Linker):
     def _request(
         self,
         graph: GraphSpec,
-        spec: dict[str, Any],
+        spec: _core.ModuleSpec,
         job: _core.CompileJob,
         compiler: Any,
         own: bool = False,
-    ) -> tuple[_core.ModuleRequest, dict[str, Any]]:
+    ) -> tuple[_core.ModuleRequest, _core.AssembledModule]:
         """The request of the module of ``spec`` (one of ``graph``'s), and
         its assembly; ``own``: the graph is its one node's code."""
         assembled = _core.assemble_module(spec)
         request = cmodule.module_request(
-            assembled["text"],
+            assembled.text,
             job,
             self.key_extra(graph.objects),
             label=self.label(),
-            prelude=cmodule.prelude_request(spec.get("headers", ()), job),
-            units=[unit["text"] for unit in assembled["units"]],
+            prelude=cmodule.prelude_request(spec.headers, job),
+            units=[unit.text for unit in assembled.units],
         )
-        request.exports = [graph["key"] for graph in spec.get("exports", ())]
-        if own and not assembled["units"]:
+        request.exports = [graph.key for graph in spec.exports]
+        if own and not assembled.units:
             request.exports = [_core.request_key(compiler, request)]
-        if assembled["units"]:  # what several units may hold (see ModuleRequest)
-            parts = [spec, *spec["units"]]
-            shared = (text for part in parts for text, _ in part["support_code"])
+        if assembled.units:  # what several units may hold (see ModuleRequest)
+            parts: list[_core.ModuleSpec | _core.UnitSpec] = [spec, *spec.units]
+            shared = (text for part in parts for text, _ in part.support_code)
             request.shared_code = list(dict.fromkeys(shared))
         return request, assembled
 
     def _load(
         self,
         graph: GraphSpec,
-        spec: dict[str, Any],
+        spec: _core.ModuleSpec,
         job: _core.CompileJob,
         compiler: Any,
         own: bool = False,
@@ -338,9 +338,9 @@ class CLinker(Linker):
             remember_exports(compiled)
             return compiled, assembly
         except CompileError as error:
-            if assembled["units"]:
+            if assembled.units:
                 raise
-            raise explained(error, assembled["line_map"], graph.origins, spec) from None
+            raise explained(error, assembled, graph.origins, spec) from None
 
 
 def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
@@ -355,7 +355,7 @@ def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
         graph = graph._replace(spec=graph.whole, whole=None)
     job = linker.compile_job(graph.objects, compiler)
     assembled = _core.assemble_module(graph.spec)
-    request = cmodule.module_request(assembled["text"], job, linker.key_extra(graph.objects))
+    request = cmodule.module_request(assembled.text, job, linker.key_extra(graph.objects))
     assert graph.node_plan is not None
     key = _core.request_key(compiler, request)
     return NodeCode(
@@ -370,7 +370,7 @@ def compute_node_code(node: Apply, given: Collection[int] = ()) -> NodeCode:
 
 def _whole_source(graph: GraphSpec) -> str:
     """The module's source as one translation unit."""
-    return str(_core.assemble_module(graph.whole or graph.spec)["text"])
+    return _core.assemble_module(graph.whole or graph.spec).text
 
 
 def __getattr__(name: str) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from opweave import _core
 from opweave.configparser import config
 from opweave.graph.basic import (
     Apply,
@@ -72,13 +73,13 @@ class _Builder:
         self.no_recycling = set(no_recycling)  # ids of variables emptied at every call
         self.numbers = numbers or {}
         self.compiler = compiler
-        self.origins: list[tuple[str, str, int]] = []
+        self.origins: list[_core.CodeOrigin] = []
         self.names: dict[int, str] = {}
         self.variables: list[Variable] = []  # in C-name order, set by name_variables
         self.literals: dict[int, str | None] = {}
         self.params: dict[int, Constant] = {}  # id(node) -> its params constant
-        self.run_steps: list[tuple[int, str, str, list[int]]] = []
-        self.init_steps: list[tuple[int, str, str, list[int]]] = []
+        self.run_steps: list[_core.Step] = []
+        self.init_steps: list[_core.Step] = []
         self.orphans: list[Any] = []
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
@@ -99,7 +100,7 @@ class _Builder:
     # --- helpers -------------------------------------------------------------
 
     def origin(self, what: str) -> int:
-        self.origins.append((what, "", 1))
+        self.origins.append(_core.CodeOrigin(what, "", 1))
         return len(self.origins) - 1
 
     def fragment(self, text: Any, what: str) -> tuple[str, int]:
@@ -213,7 +214,9 @@ class _Builder:
         args = self.place(variable, True, ("take", "drop"))
         cell = self.cells_of[id(variable)]
         self.run_steps.append(
-            (position + 1, f"take_{cell}", f"drop_{cell}", self.with_position(args, position))
+            _core.Step(
+                position + 1, f"take_{cell}", f"drop_{cell}", self.with_position(args, position)
+            )
         )
 
     def add_output(self, variable: Variable) -> None:
@@ -225,7 +228,7 @@ class _Builder:
         self.block_names[step] = f"output {self.describe(variable)}"
         self.output_blocks[step] = self.output_slots[id(variable)][0]
         self.run_steps.append(
-            (step, f"take_output_{cell}", f"finish_{cell}", self.with_position(args, 0))
+            _core.Step(step, f"take_output_{cell}", f"finish_{cell}", self.with_position(args, 0))
         )
 
     def add_struct_variable(self, variable: Variable) -> None:
@@ -247,10 +250,13 @@ class _Builder:
         first = "take" if constant else "empty"
         steps = self.run_steps if id(variable) in self.no_recycling else self.init_steps
         steps.append(
-            (self.new_id(), f"{first}_{cell}", f"drop_{cell}", self.with_position(args, position))
+            _core.Step(
+                self.new_id(), f"{first}_{cell}", f"drop_{cell}", self.with_position(args, position)
+            )
         )
         if output:
-            self.run_steps.append((self.new_id(), f"store_{cell}", "", self.with_position(args, 0)))
+            store = _core.Step(self.new_id(), f"store_{cell}", "", self.with_position(args, 0))
+            self.run_steps.append(store)
 
     def add_node(self, index: int, node: Apply) -> None:
         what = self.node_label(index, node)
@@ -276,9 +282,9 @@ class _Builder:
         if struct.stateful:
             indices.append(self.nodes_code.place(struct))
             self.init_steps.append(
-                (self.new_id(), f"init_{struct.name}", f"cleanup_{struct.name}", indices)
+                _core.Step(self.new_id(), f"init_{struct.name}", f"cleanup_{struct.name}", indices)
             )
-        self.run_steps.append((step, f"node_{struct.name}", "", indices))
+        self.run_steps.append(_core.Step(step, f"node_{struct.name}", "", indices))
 
     # --- module-level code ---------------------------------------------------
 
@@ -326,21 +332,21 @@ class _Builder:
         for index, node in enumerate(self.nodes):
             self.add_node(index, node)
         objects = self.objects()
-        spec, whole = module_code(
+        parts, whole_parts = module_code(
             objects, self.run_steps, self.compiler, self.fragment, self.cells, self.nodes_code
         )
-        spec.setdefault("run_steps", self.run_steps)
-        common = {
+        common: dict[str, Any] = {
             "origins": self.origins,
             "init_steps": self.init_steps,
             "n_inputs": len(self.fgraph.inputs),
             "n_outputs": len(self.fgraph.outputs),
             "n_orphans": len(self.orphans),
         }
-        spec.update(common)
-        if whole is not None:
-            whole.update(common, run_steps=self.run_steps)
-        origins = [o[0] for o in self.origins]
+        spec = _core.ModuleSpec(**{"run_steps": self.run_steps, **parts, **common})
+        whole = None
+        if whole_parts is not None:
+            whole = _core.ModuleSpec(**whole_parts, **common, run_steps=self.run_steps)
+        origins = [o.what for o in self.origins]
         return GraphSpec(
             spec,
             self.orphans,

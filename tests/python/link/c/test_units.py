@@ -10,6 +10,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,7 +46,7 @@ def mixed_graph(n_codes: int):
     return [x, y], [Counter()(out), out]
 
 
-def unit_spec_of(inputs, outputs) -> dict:
+def unit_spec_of(inputs, outputs) -> _core.ModuleSpec:
     return CLinker().accept(FunctionGraph(inputs, outputs)).graph_spec().spec
 
 
@@ -55,11 +56,11 @@ def test_a_graph_in_units_matches_one_unit() -> None:
     inputs, outputs = mixed_graph(40)
     args = [values(6), values(6, seed=1)]
     with opweave.config.change_flags(cmodule__unit_threshold=8):
-        assert len(unit_spec_of(inputs, outputs)["units"]) >= 2
+        assert len(unit_spec_of(inputs, outputs).units) >= 2
         in_units = function(inputs, outputs)
         profile = in_units.compile_profile
     with opweave.config.change_flags(cmodule__unit_threshold=0):
-        assert "units" not in unit_spec_of(inputs, outputs)
+        assert unit_spec_of(inputs, outputs).units == []
         whole = function(inputs, outputs)
     assert profile["modules"][0]["units_compiled"] >= 2
     previous = None
@@ -99,7 +100,7 @@ def test_few_heavy_codes_are_cut_into_units_and_few_light_ones_are_not() -> None
         for k in range(4):  # 4 distinct codes, far below the threshold of 24
             out = HeavyAddScaled(0.5 + k, kilobytes)(out, y)
         spec = unit_spec_of([x, y], [out])
-        assert ("units" in spec and len(spec["units"]) >= 2) == cut
+        assert (len(spec.units) >= 2) == cut
         f = function([x, y], out)
         want = args[0]
         for k in range(4):
@@ -113,22 +114,20 @@ def test_units_hold_the_node_code_and_the_module_only_declares_it() -> None:
     with opweave.config.change_flags(cmodule__unit_threshold=8):
         linker = CLinker().accept(FunctionGraph(inputs, outputs))
         graph = linker.graph_spec()
-    from opweave import _core
-
     assembled = _core.assemble_module(graph.spec)
     run = re.compile(r"^int (op_[0-9a-f]+)::run\(", re.M)
-    bodies = [run.findall(u["text"]) for u in assembled["units"]]
+    bodies = [run.findall(u.text) for u in assembled.units]
     defined = [name for names in bodies for name in names]
-    declared = re.findall(r"^struct (op_[0-9a-f]+) \{", assembled["text"], re.M)
+    declared = re.findall(r"^struct (op_[0-9a-f]+) \{", assembled.text, re.M)
     # Counter keeps per-node state: its struct (one code) stays in the module.
-    in_module = run.findall(assembled["text"])
+    in_module = run.findall(assembled.text)
     assert len(in_module) == 1
     assert len(defined) == len(set(defined)) == len(declared) - 1  # each body in one unit
     assert set(defined) | set(in_module) == set(declared)
     # A unit holds no graph: its text does not depend on the rest of the graph.
-    assert all("opweave_graph" not in u["text"] for u in assembled["units"])
+    assert all("opweave_graph" not in u.text for u in assembled.units)
     # Its ExternalCOp code keeps the #line of its file.
-    assert any('.c"' in u["text"] and "#line" in u["text"] for u in assembled["units"])
+    assert any('.c"' in u.text and "#line" in u.text for u in assembled.units)
 
 
 def counting_compiler(tmp_path: Path) -> tuple[str, Path]:
@@ -249,18 +248,49 @@ def test_get_src_code_shows_a_graph_in_units_as_one_text() -> None:
 
 
 @pytest.mark.parametrize(
-    ("spec", "what"),
+    ("make", "what"),
     [
-        ({"n_input": 1}, "a module spec has no part 'n_input'"),
-        ({"units": [{"header": ["<x.h>"]}]}, "a unit has no part 'header'"),
-        (
-            {"exports": [{"key": "0" * 64, "table": "t", "defs": []}]},
-            "an export has no part 'defs'",
-        ),
+        (lambda: _core.ModuleSpec(n_input=1), "n_input"),
+        (lambda: _core.UnitSpec(header=["<x.h>"]), "header"),
+        (lambda: _core.GraphExport(key="0" * 64, table="t", defs=[]), "defs"),
+        (lambda: _core.ModuleSpec(support_code=[("x", 0, 1)]), "a CodeFragment"),
+        (lambda: _core.ModuleSpec(run_steps=[(1, "f", "")]), "a Step"),
+        (lambda: _core.ModuleSpec(origins=[("what", 3, 1)]), "a CodeOrigin"),
     ],
 )
-def test_a_misspelt_part_of_a_module_spec_is_an_error(spec: dict, what: str) -> None:
-    """The assembler names a part it does not know, rather than leaving it
-    out of the module."""
-    with pytest.raises(ValueError, match=re.escape(what)):
-        _core.assemble_module(spec)
+def test_a_misspelt_part_of_a_module_spec_is_an_error(make: Any, what: str) -> None:
+    """A part the assembler does not know, or of the wrong shape, is a
+    TypeError, rather than a part left out of the module."""
+    with pytest.raises(TypeError, match=re.escape(what)):
+        make()
+
+
+def test_the_parts_of_a_module_spec_read_back_as_typed_records() -> None:
+    origin = _core.CodeOrigin("node 0 Op c_code", "", 1)
+    spec = _core.ModuleSpec(
+        origins=[origin],
+        support_code=[("int x;\n", 0)],
+        run_steps=[(1, "f", "", [2, 3])],
+        units=[_core.UnitSpec(headers=["<x.h>"])],
+        n_inputs=1,
+    )
+    assert spec.origins == [origin]
+    assert spec.support_code == [_core.CodeFragment("int x;\n", 0)]
+    assert spec.run_steps[0].args == [2, 3] and spec.run_steps[0].undo == ""
+    assert spec.units[0].headers == ["<x.h>"] and spec.n_inputs == 1
+    copy = spec.copy()
+    copy.n_inputs = 2
+    assert spec.n_inputs == 1
+
+
+def test_origin_of_line_names_the_code_a_generated_line_came_from() -> None:
+    spec = _core.ModuleSpec(
+        origins=[_core.CodeOrigin("node 0 Op c_code", "", 1)],
+        definitions=[[("int opweave_marker_a(void) {\nreturn 1;\n}\n", 0)]],
+    )
+    assembled = _core.assemble_module(spec)
+    lines = assembled.text.splitlines()
+    marker = lines.index("return 1;") + 1
+    assert assembled.origin_of_line(marker) == (0, 2)
+    assert assembled.origin_of_line(1) is None
+    assert all(r.origin in (-1, 0) for r in assembled.line_map)
