@@ -150,6 +150,8 @@ const char* event_kind_name(CacheEvent::Kind kind) {
     case CacheEvent::Kind::repaired: return "repaired";
     case CacheEvent::Kind::stale: return "stale";
     case CacheEvent::Kind::unusable: return "unusable";
+    case CacheEvent::Kind::fetched: return "fetched";
+    case CacheEvent::Kind::remote_failed: return "remote_failed";
     }
     return "unknown";
 }
@@ -187,9 +189,11 @@ void init_records(py::module_& m) {
         .def("file_ending", &Entry::file_ending, py::arg("suffix"),
              "The path of the first file whose name ends with `suffix`, or an empty path.");
     py::class_<CacheEvent>(m, "CacheEvent",
-                           "Something found wrong on disk, and what was done about it.\n"
-                           "kind: 'quarantined', 'repaired', 'stale' or 'unusable' (an entry of a\n"
-                           "read-only cache that does not verify, left as it is).")
+                           "Something the cache did besides building, and why.\n"
+                           "kind: 'quarantined', 'repaired', 'stale', 'unusable' (an entry of a\n"
+                           "read-only cache that does not verify, left as it is), 'fetched' (from\n"
+                           "the remote storage) or 'remote_failed' (the remote storage failed, or\n"
+                           "its entry does not verify: `problem` says which).")
         .def_property_readonly("kind", [](const CacheEvent& e) { return event_kind_name(e.kind); })
         .def_readonly("path", &CacheEvent::path)
         .def_property_readonly("problem", [](const CacheEvent& e) { return text(e.problem); })
@@ -329,21 +333,32 @@ void init_module_cache(py::module_& m) {
             "kind, label, key_material, command, compile_seconds and exports (node\n"
             "keys, indexed for find_export).")
         .def(
-            "adopt",
-            [](ModuleCache& cache, const std::string& key, const py::bytes& metadata,
-               const std::vector<std::pair<std::string, py::bytes>>& files) {
-                ForeignEntry foreign;
-                foreign.metadata = std::string(metadata);
-                for (const auto& [name, content] : files) {
-                    foreign.files.emplace_back(name, std::string(content));
+            "export_entry",
+            [](ModuleCache& cache, const std::string& key) -> std::optional<py::bytes> {
+                std::optional<std::string> pack;
+                {
+                    py::gil_scoped_release release;
+                    pack = cache.export_entry(key);
                 }
-                return PythonMonitor::run(
-                    [&](BuildMonitor* monitor) { return cache.adopt(key, foreign, monitor); });
+                if (!pack) {
+                    return std::nullopt;
+                }
+                return py::bytes(*pack);
             },
-            py::arg("key"), py::arg("metadata"), py::arg("files"),
-            "Publishes an entry built elsewhere (its meta.json and [(name, bytes)] of its\n"
-            "files) once it verifies as a local entry would: CacheError says what does not.\n"
-            "Returns a CacheResult.")
+            py::arg("key"),
+            "The verified entry of `key` as bytes (a pack: its metadata and files, for\n"
+            "adopt), or None when there is no valid one. The one way entries leave a cache.")
+        .def(
+            "adopt",
+            [](ModuleCache& cache, const std::string& key, const py::bytes& pack) {
+                const std::string bytes = pack;
+                return PythonMonitor::run(
+                    [&](BuildMonitor* monitor) { return cache.adopt(key, bytes, monitor); });
+            },
+            py::arg("key"), py::arg("pack"),
+            "Publishes the pack of an entry of another cache (export_entry) once it\n"
+            "verifies as a local entry would: CacheError says what does not. Returns a\n"
+            "CacheResult.")
         .def(
             "quarantine",
             [](ModuleCache& cache, const std::string& key, const std::string& problem,

@@ -227,20 +227,22 @@ void init_compiler(py::module_& m) {
     m.def(
         "build_module",
         [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request,
-           py::object on_prelude_missing) {
+           py::object on_prelude_missing, RemoteStorage* remote) {
             return PythonMonitor::run(
                 [&](BuildMonitor* monitor) {
-                    return build_module(cache, compiler, request, monitor);
+                    return build_module(cache, compiler, request, monitor, remote);
                 },
                 std::move(on_prelude_missing));
         },
         py::arg("cache"), py::arg("compiler"), py::arg("request"),
-        py::arg("on_prelude_missing") = py::none(),
+        py::arg("on_prelude_missing") = py::none(), py::arg("remote") = nullptr,
         "The verified BuiltModule for `request`, compiled into the cache on a miss.\n"
         "Calls on_prelude_missing(request) (if given) just before a compile that\n"
-        "could use request.prelude, which is not built yet. Raises CompileError on\n"
-        "a failed compile, LockTimeout, CacheError, and KeyboardInterrupt (or\n"
-        "whatever a signal handler raises) when interrupted.");
+        "could use request.prelude, which is not built yet. With a `remote`\n"
+        "RemoteStorage, a miss first asks it for the entry (one that verifies is\n"
+        "a hit, with a 'fetched' event), and a module built here is put there.\n"
+        "Raises CompileError on a failed compile, LockTimeout, CacheError, and\n"
+        "KeyboardInterrupt (or whatever a signal handler raises) when interrupted.");
 }
 
 }  // namespace opweave::bindings

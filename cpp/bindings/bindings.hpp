@@ -25,6 +25,7 @@ pybind11::list text_list(const std::vector<std::string>& values);
 void init_errors(pybind11::module_& m);
 void init_hash(pybind11::module_& m);
 void init_cache(pybind11::module_& m);
+void init_remote(pybind11::module_& m);
 void init_compiler(pybind11::module_& m);
 void init_assembly(pybind11::module_& m);
 void init_function(pybind11::module_& m);

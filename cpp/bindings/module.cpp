@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
     opweave::bindings::init_monitor(m);
     opweave::bindings::init_hash(m);
     opweave::bindings::init_cache(m);
+    opweave::bindings::init_remote(m);
     opweave::bindings::init_compiler(m);
     opweave::bindings::init_assembly(m);
     opweave::bindings::init_function(m);

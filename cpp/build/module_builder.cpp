@@ -13,6 +13,7 @@
 #include "build/compile_slots.hpp"
 #include "build/link_check.hpp"
 #include "build/module_key.hpp"
+#include "build/remote_tier.hpp"
 #include "build/source_paths.hpp"
 #include "build/staged_prelude.hpp"
 #include "cache/file_digest.hpp"
@@ -458,7 +459,8 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
 }  // namespace
 
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
-                         const ModuleRequest& request, BuildMonitor* monitor) {
+                         const ModuleRequest& request, BuildMonitor* monitor,
+                         RemoteStorage* remote) {
     cache::check_node_keys(request.exports, "ModuleRequest::exports");
     const Builder builder(cache, compiler, request);
     const std::vector<KeyedText> unit_keys =
@@ -468,7 +470,16 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     const std::filesystem::path entry_dir = cache.entry_dir(key);
     std::vector<CacheEvent> build_events;
     std::vector<BuiltUnit> built_units;
+    bool fetched = false;
     const BuildFn build = [&](const std::filesystem::path& staging) {
+        if (remote != nullptr) {
+            std::optional<BuildRecord> record =
+                cache::fetch_remote(*remote, key, staging, entry_dir, build_events);
+            if (record) {
+                fetched = true;
+                return std::move(*record);
+            }
+        }
         if (!request.units.empty()) {
             BuildRecord linked =
                 builder.linked(keyed, unit_keys, staging, monitor, build_events, built_units);
@@ -495,6 +506,12 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     built.events.insert(built.events.end(), build_events.begin(), build_events.end());
     built.units = std::move(built_units);
     built.headers = std::move(result.entry.headers);
+    if (fetched) {  // as a hit: nothing was compiled here
+        built.outcome = Outcome::hit;
+        built.events.push_back({CacheEvent::Kind::fetched, built.dir, {}});
+    } else if (remote != nullptr && result.outcome == Outcome::built) {
+        cache::store_remote(*remote, cache, key, built.events);
+    }
     if (built.library.empty()) {
         throw CacheError("cache entry " + built.dir.string() + " holds no library", built.dir);
     }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cache/entry_metadata.hpp"
+#include "cache/entry_pack.hpp"
 #include "cache/file_digest.hpp"
 #include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
@@ -38,7 +39,7 @@ bool plain_name(const std::string& name) {
 }
 
 // The metadata of `foreign`, checked against its files.
-Entry checked_metadata(std::string_view key, const ForeignEntry& foreign) {
+Entry checked_metadata(std::string_view key, const cache::ForeignEntry& foreign) {
     std::optional<Entry> entry = cache::parse_metadata(foreign.metadata);
     if (!entry) {
         refuse(key, "its metadata cannot be read");
@@ -97,21 +98,44 @@ std::vector<HeaderRecord> local_headers(std::string_view key,
     return here;
 }
 
+// The record of `foreign` as the entry of `key`, verified: the metadata's
+// record (get_or_build indexes its exports), with the headers as they are
+// on this machine.
+BuildRecord verified_record(std::string_view key, const cache::ForeignEntry& foreign) {
+    const Entry entry = checked_metadata(key, foreign);
+    BuildRecord record = entry;
+    record.headers = local_headers(key, entry.headers);
+    return record;
+}
+
+void write_files(const cache::ForeignEntry& foreign, const std::filesystem::path& staging) {
+    for (const auto& [name, content] : foreign.files) {
+        util::write_file_atomic(staging / name, content);
+    }
+}
+
 }  // namespace
 
-CacheResult ModuleCache::adopt(std::string_view key, const ForeignEntry& foreign,
+namespace cache {
+
+BuildRecord stage_foreign(std::string_view key, const ForeignEntry& foreign,
+                          const std::filesystem::path& staging) {
+    BuildRecord record = verified_record(key, foreign);
+    write_files(foreign, staging);
+    return record;
+}
+
+}  // namespace cache
+
+CacheResult ModuleCache::adopt(std::string_view key, std::string_view pack,
                                BuildMonitor* monitor) {
     check_key(key);
-    const Entry entry = checked_metadata(key, foreign);
-    const std::vector<HeaderRecord> headers = local_headers(key, entry.headers);
+    const cache::ForeignEntry foreign = cache::unpack_entry(key, pack);
+    // Verified before the lock is taken, and whether or not the key has a
+    // valid entry here: bytes that do not verify are an error either way.
+    const BuildRecord record = verified_record(key, foreign);
     const BuildFn publish = [&](const std::filesystem::path& staging) {
-        for (const auto& [name, content] : foreign.files) {
-            util::write_file_atomic(staging / name, content);
-        }
-        // The verified metadata's record (get_or_build indexes its exports),
-        // with the headers as they are on this machine.
-        BuildRecord record = entry;
-        record.headers = headers;
+        write_files(foreign, staging);
         return record;
     };
     return get_or_build(key, publish, monitor);

@@ -29,6 +29,7 @@
 #include "opweave/compiler.hpp"
 #include "opweave/hash.hpp"
 #include "opweave/module_cache.hpp"
+#include "opweave/remote_storage.hpp"
 
 namespace opweave {
 
@@ -153,8 +154,14 @@ std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
 // A unit found in the cache is not compiled again; one evicted or damaged
 // before the link is rebuilt. The module's entry records the headers of its
 // units, so that a changed header rebuilds the module and that unit.
+//
+// With a `remote` storage (remote_storage.hpp), a miss first asks it for the
+// entry, under the key's lock: one that verifies is published and returned
+// as a hit (with a `fetched` event), and nothing is compiled. A module this
+// call built is put there after it is published.
 BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
-                         const ModuleRequest& request, BuildMonitor* monitor = nullptr);
+                         const ModuleRequest& request, BuildMonitor* monitor = nullptr,
+                         RemoteStorage* remote = nullptr);
 
 // build_module for a request of just `source`, `job` and `extra`.
 BuiltModule build_module(ModuleCache& cache, std::string_view source, const Compiler& compiler,

@@ -160,6 +160,8 @@ struct CacheEvent {
         repaired,     // a cache directory's unsafe mode was fixed
         stale,        // a header of the entry changed: it is rebuilt and replaced
         unusable,     // an entry of a read-only cache does not verify: not used, left as is
+        fetched,      // the entry came from the remote storage (remote_storage.hpp)
+        remote_failed,  // the remote storage failed, or its entry does not verify: not used
     };
     Kind kind;
     std::filesystem::path path;
@@ -190,13 +192,6 @@ struct CacheStats {
     double oldest_use = 0.0;           // earliest last_used; 0 when empty
     double newest_use = 0.0;           // latest last_used; 0 when empty
     CacheCounters counters;
-};
-
-// A whole entry received from elsewhere (an export file, a remote store), as
-// it was published there.
-struct ForeignEntry {
-    std::string metadata;  // its meta.json
-    std::vector<std::pair<std::string, std::string>> files;  // name, content
 };
 
 struct PruneResult {
@@ -293,15 +288,24 @@ public:
     CacheResult get_or_build(std::string_view key, const BuildFn& build,
                              BuildMonitor* monitor = nullptr);
 
-    // Publishes `foreign` as the entry of `key` after verifying it as a
-    // lookup verifies a local entry: its metadata names `key`; it brings
-    // exactly the files the metadata lists, each with its recorded size and
-    // SHA-256; every header it records has the recorded content here (the
-    // entry records this machine's times for them). Under the key's lock;
-    // an entry that is valid here already is kept (outcome built_by_other).
-    // Throws CacheError saying what does not verify; nothing is published
-    // then.
-    CacheResult adopt(std::string_view key, const ForeignEntry& foreign,
+    // The one way an entry leaves the cache: the verified entry of `key` as
+    // one byte string (a pack: its metadata and every file it lists, as
+    // published), or nothing when there is no valid entry (or it was
+    // evicted while being read). Layout: "OPWEAVE-ENTRY 1\n", one JSON line
+    // {"key", "meta", "files": [[name, size], ...]} ("meta": the size of the
+    // metadata), then the metadata and each file's bytes, in that order.
+    std::optional<std::string> export_entry(std::string_view key);
+
+    // Publishes the pack of another cache (export_entry: an export file, a
+    // remote storage) as the entry of `key` after verifying it as a lookup
+    // verifies a local entry: it is the pack of `key`; its metadata names
+    // `key`; it brings exactly the files the metadata lists, each with its
+    // recorded size and SHA-256; every header it records has the recorded
+    // content here (the entry records this machine's times for them). Under
+    // the key's lock; an entry that is valid here already is kept (outcome
+    // built_by_other). Throws CacheError saying what does not verify;
+    // nothing is published then.
+    CacheResult adopt(std::string_view key, std::string_view pack,
                       BuildMonitor* monitor = nullptr);
 
     // Moves the entry of `key` into quarantine (under its lock) because a

@@ -158,12 +158,8 @@ def _verified_packs(
         if listed.kind == "damaged" or (since is not None and listed.last_used < since):
             continue
         entry = cache.lookup(listed.key)  # verified, or None
-        if entry is None:
-            continue
-        try:
-            data = _entry_pack.pack(entry)
-        except OSError as error:  # evicted meanwhile
-            _log.debug("not exporting %s: %s", entry.key[:16], error)
+        data = None if entry is None else cache.export_entry(listed.key)
+        if entry is None or data is None:  # damaged, or evicted meanwhile
             continue
         if len(data) > limit:  # import would refuse it
             _log.debug("not exporting %s: %s, over %s", entry.key[:16], len(data), limit)
@@ -338,7 +334,7 @@ def _import_entry(
         report.refused.append(f"{key}: its pack does not match the manifest (altered)")
         return
     try:
-        result = _entry_pack.adopt(cache, key, data)
+        result = cache.adopt(key, data)
     except (CacheError, ValueError) as error:
         report.refused.append(f"{key}: {shown(str(error), 300)}")
         return

@@ -2,8 +2,9 @@
 # Generated from the built module: pybind11-stubgen opweave._core -o python
 # tests/python/_core/test_stub.py checks that it names everything the module has.
 # Written by hand, to keep when regenerating: the Function, StepRunner and CellCall
-# classes, and the CodeOrigin, CodeFragment, Step and LineRange named tuples (and
-# the plain tuples that convert to them, in the assembler's parameter types).
+# classes, RemoteStorage's get and put (their types), and the CodeOrigin,
+# CodeFragment, Step and LineRange named tuples (and the plain tuples that convert
+# to them, in the assembler's parameter types).
 # It imports nothing of opweave: it is the lowest layer.
 """
 opweave's C++ core: content hash, file locks, module cache and compiler driver,
@@ -15,7 +16,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
 class CodeOrigin(typing.NamedTuple):
     """
     Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
@@ -409,8 +410,11 @@ class Entry:
         ...
 class CacheEvent:
     """
-    Something found wrong on disk, and what was done about it.
-    kind: 'quarantined', 'repaired' or 'stale'.
+    Something the cache did besides building, and why.
+    kind: 'quarantined', 'repaired', 'stale', 'unusable' (an entry of a
+    read-only cache that does not verify, left as it is), 'fetched' (from
+    the remote storage) or 'remote_failed' (the remote storage failed, or
+    its entry does not verify: `problem` says which).
     """
     def __repr__(self) -> str:
         ...
@@ -538,11 +542,16 @@ class ModuleCache:
         read-only caches and of the directories above a root. slot_dir: where the
         compile slots live (None: this user's machine-wide default).
         """
-    def adopt(self, key: str, metadata: bytes, files: collections.abc.Sequence[tuple[str, bytes]]) -> CacheResult:
+    def adopt(self, key: str, pack: bytes) -> CacheResult:
         """
-        Publishes an entry built elsewhere (its meta.json and [(name, bytes)] of its
-        files) once it verifies as a local entry would: CacheError says what does not.
-        Returns a CacheResult.
+        Publishes the pack of an entry of another cache (export_entry) once it
+        verifies as a local entry would: CacheError says what does not. Returns a
+        CacheResult.
+        """
+    def export_entry(self, key: str) -> bytes | None:
+        """
+        The verified entry of `key` as bytes (a pack: its metadata and files, for
+        adopt), or None when there is no valid one. The one way entries leave a cache.
         """
     def clear(self) -> int:
         """
@@ -827,6 +836,28 @@ class Compiler:
     """
     The compiler interface.
     """
+class RemoteStorage:
+    """
+    A store of whole cache entries that machines share, for build_module's
+    `remote`. Subclasses implement get(key) -> bytes | None (the pack stored
+    under the key, or None) and put(key, pack: bytes) -> None. build_module
+    calls get on a local miss, with the key's lock held, and verifies what it
+    returns as a local entry; it calls put after it publishes a module it
+    built. Both are called with the GIL, from the thread that called
+    build_module, and must end within a deadline of their own. An Exception
+    they raise is a failure of the storage (a 'remote_failed' CacheEvent):
+    the module is compiled here.
+    """
+    def __init__(self) -> None:
+        ...
+    def get(self, key: str) -> bytes | None:
+        """
+        The pack stored under `key`, or None (for subclasses to implement).
+        """
+    def put(self, key: str, pack: bytes) -> None:
+        """
+        Stores `pack` under `key`, or gives up (for subclasses to implement).
+        """
 class SystemCompiler(Compiler):
     """
     A real g++ or clang++, run with posix_spawnp.
@@ -1166,13 +1197,15 @@ def assemble_module(spec: ModuleSpec) -> AssembledModule:
     unique, a step without a run function, a function name that is not an
     identifier, an origin index out of range, a negative count).
     """
-def build_module(cache: ModuleCache, compiler: Compiler, request: ModuleRequest, on_prelude_missing: typing.Any = None) -> BuiltModule:
+def build_module(cache: ModuleCache, compiler: Compiler, request: ModuleRequest, on_prelude_missing: typing.Any = None, remote: RemoteStorage | None = None) -> BuiltModule:
     """
     The verified BuiltModule for `request`, compiled into the cache on a miss.
     Calls on_prelude_missing(request) (if given) just before a compile that
-    could use request.prelude, which is not built yet. Raises CompileError on
-    a failed compile, LockTimeout, CacheError, and KeyboardInterrupt (or
-    whatever a signal handler raises) when interrupted.
+    could use request.prelude, which is not built yet. With a `remote`
+    RemoteStorage, a miss first asks it for the entry (one that verifies is
+    a hit, with a 'fetched' event), and a module built here is put there.
+    Raises CompileError on a failed compile, LockTimeout, CacheError, and
+    KeyboardInterrupt (or whatever a signal handler raises) when interrupted.
     """
 def build_prelude(cache: ModuleCache, compiler: Compiler, request: ModuleRequest) -> CacheResult:
     """

@@ -252,15 +252,14 @@ OPWEAVE_TEST(verify_reports_and_repairs_bad_index_files) {
 OPWEAVE_TEST(adopt_indexes_the_exports_of_a_foreign_entry) {
     TempDir dir;
     ModuleCache there(cache_options(dir));
-    const CacheResult built = there.get_or_build(k_key_a, exporting({k_node_1}));
-    ForeignEntry foreign;
-    foreign.metadata = read(built.entry.dir / "meta.json");
-    foreign.files.emplace_back("payload", read(built.entry.dir / "payload"));
+    there.get_or_build(k_key_a, exporting({k_node_1}));
+    const std::optional<std::string> pack = there.export_entry(k_key_a);
+    CHECK(pack.has_value());
 
     CacheOptions options;
     options.root = dir / "here";
     ModuleCache here(options);
-    CHECK(here.adopt(k_key_a, foreign).outcome == Outcome::built);
+    CHECK(here.adopt(k_key_a, *pack).outcome == Outcome::built);
     CHECK_EQ(read(index_file(here, k_node_1)), k_key_a + "\n");
     const std::optional<Entry> found = here.find_export(k_node_1);
     CHECK(found && found->dir == here.entry_dir(k_key_a));

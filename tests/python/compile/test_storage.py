@@ -78,18 +78,18 @@ def test_the_module_empties_only_no_recycling_cells_at_every_call() -> None:
     seen = view(returned)
     graph = FunctionGraph([x], [g(kept), seen])
     spec = CLinker().accept(graph).graph_spec().spec
-    run = [step[1] for step in spec["run_steps"]]
-    init = [step[1] for step in spec["init_steps"]]
+    run = [step.run for step in spec.run_steps]
+    init = [step.run for step in spec.init_steps]
     # One intermediate is viewed by an output: emptied (and dropped) at every
     # call, before the nodes run; the other keeps its storage (emptied once).
     assert sum(name.startswith("empty_") for name in run) == 1
     assert sum(name.startswith("empty_") for name in init) == 1
     first_node = next(k for k, name in enumerate(run) if name.startswith(("node_", "call_")))
     assert max(k for k, name in enumerate(run) if name.startswith("empty_")) < first_node
-    assert all(step[2].startswith("drop_") for step in spec["run_steps"] if "empty_" in step[1])
+    assert all(step.undo.startswith("drop_") for step in spec.run_steps if "empty_" in step.run)
     # Asking for every variable empties both.
     spec = CLinker().accept(graph, no_recycling=True).graph_spec().spec
-    assert sum(step[1].startswith("empty_") for step in spec["run_steps"]) == 2
+    assert sum(step.run.startswith("empty_") for step in spec.run_steps) == 2
 
 
 def test_an_intermediate_nobody_returns_keeps_its_storage() -> None:

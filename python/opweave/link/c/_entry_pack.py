@@ -1,11 +1,12 @@
-"""Cache entries as bytes, for export files and the remote tier.
+"""Signatures of cache entries and export files, for the remote tier and
+export files.
 
-One format, one path, in both directions: :func:`pack` reads a published
-entry (its ``meta.json`` and the files it lists) into one byte string;
-:func:`adopt` hands such a string to the core's ``ModuleCache.adopt``,
-which verifies it exactly as a local entry (the metadata names the key,
-every file has its recorded size and SHA-256, every recorded header has the
-same content on this machine) before it publishes it.
+An entry leaves a cache as one byte string, a pack, through the core's
+``ModuleCache.export_entry`` (its layout is described there), and enters
+another through ``ModuleCache.adopt``, which verifies it exactly as a local
+entry (the metadata names the key, every file has its recorded size and
+SHA-256, every recorded header has the same content on this machine) before
+it publishes it.
 
 With a secret, :func:`sign` wraps bytes in an HMAC-SHA256 that binds them to
 a purpose and a name (the entry's key, or an export file's manifest), and
@@ -15,90 +16,32 @@ current one and ``cache__remote_secret_previous``, while a secret is
 rotated: :func:`configured_secrets`); :func:`sign` uses the current one.
 HMAC is symmetric: whoever can verify can also sign. Without the secret,
 bytes from elsewhere are only as trustworthy as whoever could write them.
-
-Layout of a pack: ``OPWEAVE-ENTRY 1\\n``, one JSON line ``{"key", "meta",
-"files": [[name, size], ...]}`` (``meta`` is the size of the metadata), then
-the metadata and each file's bytes, in that order.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from opweave.errors import CacheError
 
 __all__ = [
     "SignatureError",
-    "adopt",
     "configured_secret",
     "configured_secrets",
     "is_signed",
-    "pack",
     "sign",
-    "unpack",
     "unsign",
 ]
 
-_MAGIC = b"OPWEAVE-ENTRY 1\n"
 _SIGNED = b"OPWEAVE-SIGNED 1\n"
-_HEADER_LIMIT = 1 << 20
 
 
 class SignatureError(CacheError):
     """Bytes that must be signed with the configured secret are not (or the
     signature does not hold)."""
-
-
-def pack(entry: Any) -> bytes:
-    """The bytes of a published, verified ``entry`` (an ``_core.Entry``):
-    its metadata and every file it lists, read from its directory."""
-    directory = Path(entry.dir)
-    meta = (directory / "meta.json").read_bytes()
-    files = [(f.name, (directory / f.name).read_bytes()) for f in entry.files]
-    header = {"key": entry.key, "meta": len(meta), "files": [[n, len(b)] for n, b in files]}
-    return b"".join(
-        [_MAGIC, json.dumps(header).encode(), b"\n", meta, *(content for _, content in files)]
-    )
-
-
-def unpack(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
-    """(key, metadata, [(name, bytes), ...]) of a pack. Raises CacheError when
-    the bytes are not one."""
-    if not data.startswith(_MAGIC):
-        raise CacheError("not an opweave cache entry")
-    end = data.find(b"\n", len(_MAGIC), len(_MAGIC) + _HEADER_LIMIT)
-    try:
-        header = json.loads(data[len(_MAGIC) : end])
-        key, at = str(header["key"]), end + 1
-        meta_size = int(header["meta"])
-        sizes = [(str(name), int(size)) for name, size in header["files"]]
-    except (ValueError, KeyError, TypeError) as error:
-        raise CacheError(f"a damaged opweave cache entry ({error})") from None
-    if end < 0 or meta_size < 0 or any(size < 0 for _, size in sizes):
-        raise CacheError("a damaged opweave cache entry (header)")
-    if at + meta_size + sum(size for _, size in sizes) != len(data):
-        raise CacheError("a damaged opweave cache entry (its sizes do not add up)")
-    meta, at = data[at : at + meta_size], at + meta_size
-    files = []
-    for name, size in sizes:
-        files.append((name, data[at : at + size]))
-        at += size
-    return key, meta, files
-
-
-def adopt(cache: Any, key: str, data: bytes) -> Any:
-    """Publishes the pack ``data`` as the entry ``key`` of ``cache`` once it
-    verifies (see the module's docstring). Returns the core's CacheResult;
-    raises CacheError saying what does not verify."""
-    packed_key, meta, files = unpack(data)
-    if packed_key != key:
-        raise CacheError(f"the entry stored for {key[:16]}... is the entry of {packed_key[:16]}...")
-    return cache.adopt(key, meta, files)
 
 
 def _mac(secret: bytes, purpose: str, name: str, data: bytes) -> str:

@@ -2,11 +2,12 @@
 
 ``config.cache__remote = "redis://host:port/db"`` (spoken to by
 :mod:`opweave.link.c._resp`: the ``redis`` package's import alone costs more
-than a remote hit). :func:`fetch` runs on a local miss,
-before anything is compiled: it gets the entry stored under the module's key
-and publishes it in the local cache through the same verification as an
-export file (:mod:`opweave.link.c._entry_pack`); the build that follows is
-then a hit. :func:`store` runs after a local build and uploads the entry.
+than a remote hit). :class:`RedisStorage` implements the core's
+``RemoteStorage`` (include/opweave/remote_storage.hpp): on a local miss,
+before anything is compiled and under the key's lock, ``build_module`` gets
+the entry stored under the module's key and publishes it through the same
+verification as an export file (``ModuleCache.adopt``); the module is then a
+hit. After a local build, it puts the entry (``ModuleCache.export_entry``).
 
 Trust: an entry is a shared library that every process loading it runs.
 Entries are stored signed with ``cache__remote_secret`` (HMAC-SHA256 over
@@ -34,14 +35,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from opweave import _core
 from opweave.configparser import config
-from opweave.errors import CacheError, OpweaveError
+from opweave.errors import CacheError
 from opweave.link.c import _entry_pack, _resp
 
-__all__ = ["fetch", "fetch_on_miss", "remote_name", "shown_url", "store", "store_built"]
+__all__ = ["RedisStorage", "remote_name", "shown_url", "storage"]
 
 _log = logging.getLogger("opweave")
 
@@ -147,80 +148,82 @@ def _failed(action: str, error: Exception) -> None:
     )
 
 
-def fetch(cache: Any, key: str) -> bool:
-    """Publishes the remote's entry ``key`` in ``cache``, verified. Returns
-    whether it did; never raises for the remote's faults."""
-    client = _client()
-    secrets = _secrets() if client is not None else None
-    if client is None or secrets is None:
-        return False
-    try:
-        data = client.get(remote_name(key))
-    except _resp.RespTooLarge as error:
-        _warn_once("large", f"refused an entry of the remote cache {shown_url()}: {error}")
-        return False
-    except Exception as error:
-        _failed("answer", error)
-        return False
-    if data is None:
-        return False
-    signed = _entry_pack.is_signed(data)
-    if not signed and secrets:
-        _warn_once(
-            "unsigned",
-            f"refusing unsigned entries of the remote cache {shown_url()} (first: "
-            f"{key[:16]}): opweave loads only entries signed with cache__remote_secret, "
-            "and these were stored unsigned, by an older opweave or by a machine without "
-            "the secret. Each is compiled here and stored signed in its place; set the "
-            "same cache__remote_secret on every machine that stores entries",
-        )
-        return False
-    try:
+class RedisStorage(_core.RemoteStorage):
+    """The remote tier on a Redis server (``config.cache__remote``), as the
+    core's ``RemoteStorage``: ``_core.build_module`` calls :meth:`get` on a
+    local miss, with the key's lock held, and verifies what it returns as a
+    local entry; it calls :meth:`put` after it publishes a module it built.
+
+    Threading: the core calls both with the GIL held, from the thread that
+    called ``build_module``. Each request, connecting included, ends within
+    ``cache__remote_timeout``, so a slow server holds the key's lock (and so
+    other processes wanting that key) for at most that long. Neither raises
+    for the server's faults: they are logged (see the module's docstring)."""
+
+    def get(self, key: str) -> bytes | None:
+        """The pack stored under ``key``, once its signature holds (see the
+        module's docstring), else None."""
+        client = _client()
+        secrets = _secrets() if client is not None else None
+        if client is None or secrets is None:
+            return None
+        try:
+            data = client.get(remote_name(key))
+        except _resp.RespTooLarge as error:
+            _warn_once("large", f"refused an entry of the remote cache {shown_url()}: {error}")
+            return None
+        except Exception as error:
+            _failed("answer", error)
+            return None
+        if data is None:
+            return None
+        signed = _entry_pack.is_signed(data)
+        if not signed and secrets:
+            _warn_once(
+                "unsigned",
+                f"refusing unsigned entries of the remote cache {shown_url()} (first: "
+                f"{key[:16]}): opweave loads only entries signed with cache__remote_secret, "
+                "and these were stored unsigned, by an older opweave or by a machine without "
+                "the secret. Each is compiled here and stored signed in its place; set the "
+                "same cache__remote_secret on every machine that stores entries",
+            )
+            return None
         checked = secrets
         if not signed and config.cache__remote_trust_unsigned:
             checked = ()  # the user's explicit choice, warned about once
-        body = _entry_pack.unsign(data, checked, _PURPOSE, key)
-        result = _entry_pack.adopt(cache, key, body)
-    except (CacheError, OpweaveError) as error:
-        _log.warning("refused the remote cache's entry %s: %s", key[:16], _scrub(str(error)))
-        return False
-    _log.info("fetched module %s from the remote cache (%s)", key[:12], result.entry.label)
-    return True
+        try:
+            return _entry_pack.unsign(data, checked, _PURPOSE, key)
+        except CacheError as error:
+            _log.warning("refused the remote cache's entry %s: %s", key[:16], _scrub(str(error)))
+            return None
 
-
-def store(entry: Any) -> None:
-    """Uploads the published ``entry``, signed with ``cache__remote_secret``
-    (unsigned only with ``cache__remote_trust_unsigned``); never raises for
-    the remote's faults."""
-    client = _client()
-    if client is None or _secrets() is None:
-        return
-    try:
-        secret = _entry_pack.configured_secret()
+    def put(self, key: str, pack: bytes) -> None:
+        """Stores ``pack`` under ``key``, signed with ``cache__remote_secret``
+        (unsigned only with ``cache__remote_trust_unsigned``)."""
+        client = _client()
+        if client is None or _secrets() is None:
+            return
+        try:
+            secret = _entry_pack.configured_secret()
+        except CacheError as error:  # an unreadable secret file
+            _warn_once("secret", f"not storing entries in the remote cache: {error}")
+            return
         if secret is None and not config.cache__remote_trust_unsigned:
             return  # only cache__remote_secret_previous: it verifies, never signs
-        data = _entry_pack.sign(_entry_pack.pack(entry), secret, _PURPOSE, entry.key)
-    except OSError as error:  # the entry vanished (evicted) meanwhile
-        _log.debug("not storing %s remotely: %s", entry.key[:16], error)
-        return
-    except CacheError as error:  # an unreadable secret file
-        _warn_once("secret", f"not storing entries in the remote cache: {error}")
-        return
-    try:
-        client.set(remote_name(entry.key), data)
-    except Exception as error:
-        _failed("store an entry", error)
+        try:
+            client.set(remote_name(key), _entry_pack.sign(pack, secret, _PURPOSE, key))
+        except Exception as error:
+            _failed("store an entry", error)
 
 
-def fetch_on_miss(cache: Any, key: str) -> None:
-    """On a local miss of ``key``, its entry from the remote tier, published
-    in ``cache`` (verified), so that the build that follows is a hit."""
-    if cache.lookup(key) is None:
-        fetch(cache, key)
+_storage: list[RedisStorage] = []
 
 
-def store_built(cache: Any, key: str) -> None:
-    """Stores the entry ``key`` that ``cache`` just built in the remote tier."""
-    entry = cache.lookup(key)
-    if entry is not None:  # else evicted at once (a tiny cache__max_size)
-        store(entry)
+def storage() -> RedisStorage | None:
+    """The remote tier to hand to ``_core.build_module``, or None when
+    ``cache__remote`` is not set."""
+    if not config.cache__remote:
+        return None
+    if not _storage:
+        _storage.append(RedisStorage())
+    return _storage[0]

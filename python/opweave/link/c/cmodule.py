@@ -183,11 +183,9 @@ def _build(
         if config.cache__remote:
             from opweave.link.c import _remote  # its client (and socket) only when configured
 
-            remote = _remote
-            remote.fetch_on_miss(cache, _core.request_key(compiler, request))
-        built = _core.build_module(cache, compiler, request, _prelude.starter(cache, compiler))
-        if remote is not None and built.outcome == "built":
-            remote.store_built(cache, built.key)
+            remote = _remote.storage()
+        starter = _prelude.starter(cache, compiler)
+        built = _core.build_module(cache, compiler, request, starter, remote)
     except LockTimeout:
         raise
     except CacheError as error:
@@ -231,6 +229,12 @@ def _report_events(events: Sequence[Any]) -> None:
             )
         elif event.kind == "unusable":
             log.warning("not using %s of a read-only cache: %s", event.path, event.problem)
+        elif event.kind == "fetched":
+            log.info("fetched module %s from the remote cache", Path(event.path).name[:12])
+        elif event.kind == "remote_failed":
+            log.warning(
+                "refused the remote cache's entry %s: %s", Path(event.path).name[:16], event.problem
+            )
         else:
             log.warning("cache directory %s %s", event.path, event.problem)
 

@@ -1,5 +1,6 @@
-"""Entries as bytes (opweave/link/c/_entry_pack.py) and their adoption by
-another cache (ModuleCache.adopt): what verifies and what is refused."""
+"""Entries as bytes (ModuleCache.export_entry) and their adoption by another
+cache (ModuleCache.adopt): what verifies and what is refused; and the
+signatures of opweave/link/c/_entry_pack.py."""
 
 from __future__ import annotations
 
@@ -32,32 +33,38 @@ def built_entry(op: object) -> _core.Entry:
     return entry
 
 
+def pack_of(entry: _core.Entry) -> bytes:
+    pack = cmodule.get_module_cache().export_entry(entry.key)
+    assert pack is not None
+    return pack
+
+
 def test_a_packed_entry_is_adopted_by_another_cache_and_loads(
     isolated_cache: Path, tmp_path: Path
 ) -> None:
     entry = built_entry(Scaled(3))
     other = _core.ModuleCache(tmp_path / "other")
-    result = _entry_pack.adopt(other, entry.key, _entry_pack.pack(entry))
+    result = other.adopt(entry.key, pack_of(entry))
     assert result.outcome == "built"
     adopted = other.lookup(entry.key)
     assert adopted is not None and adopted.environment == entry.environment
     assert [(f.name, f.sha256) for f in adopted.files] == [(f.name, f.sha256) for f in entry.files]
     assert entry.environment == cmodule.environment_fingerprint()
-    again = _entry_pack.adopt(other, entry.key, _entry_pack.pack(entry))
+    again = other.adopt(entry.key, pack_of(entry))
     assert again.outcome == "hit"  # kept as it is
 
 
 def test_altered_bytes_are_refused(isolated_cache: Path, tmp_path: Path) -> None:
     entry = built_entry(Scaled(4))
-    data = bytearray(_entry_pack.pack(entry))
+    data = bytearray(pack_of(entry))
     data[-50] ^= 0xFF  # inside the last file
     other = _core.ModuleCache(tmp_path / "other")
     with pytest.raises(CacheError, match="does not have its recorded size and SHA-256"):
-        _entry_pack.adopt(other, entry.key, bytes(data))
+        other.adopt(entry.key, bytes(data))
     with pytest.raises(CacheError, match="is the entry of"):
-        _entry_pack.adopt(other, "0" * 64, _entry_pack.pack(entry))
+        other.adopt("0" * 64, pack_of(entry))
     with pytest.raises(CacheError, match="not an opweave cache entry"):
-        _entry_pack.adopt(other, entry.key, b"hello")
+        other.adopt(entry.key, b"hello")
     assert other.lookup(entry.key) is None
 
 
@@ -69,10 +76,12 @@ def test_an_entry_built_with_another_version_of_a_header_is_refused(
     (headers / "opw_value.h").write_text("#define OPW_VALUE 2\n")
     time.sleep(0.05)  # older than the compile's clock tick: recorded with its hash
     entry = built_entry(HeaderValue(str(headers)))
+    pack = pack_of(entry)  # as another machine, with the old header, exports it
     (headers / "opw_value.h").write_text("#define OPW_VALUE 5\n")
     other = _core.ModuleCache(tmp_path / "other")
     with pytest.raises(CacheError, match=r"another version of .*opw_value\.h"):
-        _entry_pack.adopt(other, entry.key, _entry_pack.pack(entry))
+        other.adopt(entry.key, pack)
+    assert cmodule.get_module_cache().export_entry(entry.key) is None  # stale here too
 
 
 def test_signatures_bind_the_bytes_the_purpose_and_the_name() -> None:

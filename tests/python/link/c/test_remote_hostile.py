@@ -208,13 +208,13 @@ def test_no_message_shows_the_password(caplog: pytest.LogCaptureFixture) -> None
             _resp.RespClient(bad, 1.0).get("k")
         assert "topsecret" not in str(refused.value)
         with opweave.config.change_flags(cache__remote=bad, cache__remote_secret="s"):
-            assert not _remote.fetch(cmodule.get_module_cache(), "0" * 64)
+            assert not fetch(cmodule.get_module_cache(), "0" * 64)
     with hostile_server(silent) as (url, _):
         bad = url.replace("redis://", "redis://user:topsecret@") + "/0"
         flags = {"cache__remote": bad, "cache__remote_timeout": 0.3}
         with opweave.config.change_flags(**flags, cache__remote_trust_unsigned=True):
             _remote._state["down_until"] = 0.0
-            assert not _remote.fetch(cmodule.get_module_cache(), "0" * 64)
+            assert not fetch(cmodule.get_module_cache(), "0" * 64)
     messages = [r.getMessage() for r in caplog.records]
     assert any("WRONGPASS" in m and "user:***@" in m for m in messages), messages
     assert any("timed out" in m for m in messages), messages
@@ -237,6 +237,29 @@ def built_entry(constant: int) -> _core.Entry:
     return entry
 
 
+def pack_of(entry: _core.Entry) -> bytes:
+    pack = cmodule.get_module_cache().export_entry(entry.key)
+    assert pack is not None
+    return pack
+
+
+def store(entry: _core.Entry) -> None:
+    """What build_module does after it builds ``entry``'s module."""
+    storage = _remote.storage()
+    assert storage is not None
+    storage.put(entry.key, pack_of(entry))
+
+
+def fetch(cache: _core.ModuleCache, key: str) -> bool:
+    """What build_module does on a miss of ``key`` in ``cache``: the remote's
+    pack, adopted once its signature holds and it verifies."""
+    storage = _remote.storage()
+    pack = None if storage is None else storage.get(key)
+    if pack is None:
+        return False
+    return cache.adopt(key, pack).outcome == "built"
+
+
 def other_cache(tmp_path: Path, name: str) -> _core.ModuleCache:
     return _core.ModuleCache(tmp_path / name)
 
@@ -250,15 +273,15 @@ def test_a_signed_value_moved_to_another_key_is_refused(
 ) -> None:
     first, second = built_entry(3), built_entry(4)
     with opweave.config.change_flags(cache__remote=redis_url, cache__remote_secret="team"):
-        _remote.store(first)
-        _remote.store(second)
+        store(first)
+        store(second)
         # The attacker can write to the server but holds no secret.
         stolen = raw(redis_url).get(_remote.remote_name(first.key))
         assert stolen is not None
         raw(redis_url).set(_remote.remote_name(second.key), stolen)
         b = other_cache(tmp_path, "b")
-        assert _remote.fetch(b, first.key)
-        assert not _remote.fetch(b, second.key)
+        assert fetch(b, first.key)
+        assert not fetch(b, second.key)
     assert b.lookup(first.key) is not None and b.lookup(second.key) is None
     [warning] = warnings_of(caplog)
     assert "signature does not hold" in warning and second.key[:16] in warning
@@ -270,9 +293,9 @@ def test_without_a_secret_the_remote_is_not_used(
     entry = built_entry(5)
     with hostile_server(silent) as (url, accepted):
         with opweave.config.change_flags(cache__remote=url):
-            _remote.store(entry)
-            assert not _remote.fetch(other_cache(tmp_path, "b"), entry.key)
-            assert not _remote.fetch(other_cache(tmp_path, "c"), entry.key)
+            store(entry)
+            assert not fetch(other_cache(tmp_path, "b"), entry.key)
+            assert not fetch(other_cache(tmp_path, "c"), entry.key)
         assert accepted == []  # never asked
     [warning] = warnings_of(caplog)
     assert "cache__remote_secret is not set" in warning
@@ -285,10 +308,10 @@ def test_unsigned_values_are_refused_with_a_secret_and_one_warning_says_why(
     # As after an upgrade: entries stored unsigned by an older opweave.
     entries = [built_entry(6), built_entry(7)]
     for entry in entries:
-        raw(redis_url).set(_remote.remote_name(entry.key), _entry_pack.pack(entry))
+        raw(redis_url).set(_remote.remote_name(entry.key), pack_of(entry))
     with opweave.config.change_flags(cache__remote=redis_url, cache__remote_secret="team"):
         for entry in entries:
-            assert not _remote.fetch(other_cache(tmp_path, "b"), entry.key)
+            assert not fetch(other_cache(tmp_path, "b"), entry.key)
     [warning] = warnings_of(caplog)
     assert "refusing unsigned entries" in warning
     assert "older opweave" in warning and "cache__remote_secret" in warning
@@ -301,11 +324,11 @@ def test_trusting_unsigned_values_is_an_explicit_choice_warned_once(
     entry = built_entry(7)
     flags = {"cache__remote": redis_url, "cache__remote_trust_unsigned": True}
     with opweave.config.change_flags(**flags):
-        _remote.store(entry)
+        store(entry)
         stored = raw(redis_url).get(_remote.remote_name(entry.key))
         assert stored is not None and not _entry_pack.is_signed(stored)
-        assert _remote.fetch(other_cache(tmp_path, "b"), entry.key)
-        assert _remote.fetch(other_cache(tmp_path, "c"), entry.key)
+        assert fetch(other_cache(tmp_path, "b"), entry.key)
+        assert fetch(other_cache(tmp_path, "c"), entry.key)
     [warning] = warnings_of(caplog)
     assert "anyone who can write to that server can run code" in warning
 
@@ -315,11 +338,11 @@ def test_two_secrets_are_accepted_while_rotating(
 ) -> None:
     old, new = built_entry(8), built_entry(9)
     with opweave.config.change_flags(cache__remote=redis_url, cache__remote_secret="old"):
-        _remote.store(old)
+        store(old)
     rotating = {"cache__remote_secret": "new", "cache__remote_secret_previous": "old"}
     with opweave.config.change_flags(cache__remote=redis_url, **rotating):
-        assert _remote.fetch(other_cache(tmp_path, "b"), old.key)
-        _remote.store(new)  # signed with the new secret only
+        assert fetch(other_cache(tmp_path, "b"), old.key)
+        store(new)  # signed with the new secret only
     stored = raw(redis_url).get(_remote.remote_name(new.key))
     assert stored is not None
     _entry_pack.unsign(stored, b"new", "remote entry", new.key)
@@ -327,8 +350,8 @@ def test_two_secrets_are_accepted_while_rotating(
         _entry_pack.unsign(stored, b"old", "remote entry", new.key)
     assert warnings_of(caplog) == []
     with opweave.config.change_flags(cache__remote=redis_url, cache__remote_secret="new"):
-        assert not _remote.fetch(other_cache(tmp_path, "c"), old.key)  # retired
-        assert _remote.fetch(other_cache(tmp_path, "c"), new.key)
+        assert not fetch(other_cache(tmp_path, "c"), old.key)  # retired
+        assert fetch(other_cache(tmp_path, "c"), new.key)
 
 
 def test_a_value_over_the_cap_is_a_miss_warned_once(
@@ -337,11 +360,11 @@ def test_a_value_over_the_cap_is_a_miss_warned_once(
     entry = built_entry(10)
     flags = {"cache__remote": redis_url, "cache__remote_secret": "team"}
     with opweave.config.change_flags(**flags):
-        _remote.store(entry)
+        store(entry)
         with opweave.config.change_flags(cache__remote_max_entry="1K"):
-            assert not _remote.fetch(other_cache(tmp_path, "b"), entry.key)
-            assert not _remote.fetch(other_cache(tmp_path, "c"), entry.key)
-        assert _remote.fetch(other_cache(tmp_path, "d"), entry.key)  # not marked down
+            assert not fetch(other_cache(tmp_path, "b"), entry.key)
+            assert not fetch(other_cache(tmp_path, "c"), entry.key)
+        assert fetch(other_cache(tmp_path, "d"), entry.key)  # not marked down
     [warning] = warnings_of(caplog)
     assert "more than cache__remote_max_entry (1024 bytes)" in warning
 
