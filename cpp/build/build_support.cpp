@@ -74,6 +74,12 @@ std::filesystem::path launcher_wrapper_file(const ModuleCache& cache, const std:
     return tools.path_of(name);
 }
 
+KeyHasher entry_key_hasher(std::string_view kind) {
+    KeyHasher hasher;
+    hasher.add("layout", std::string(kind) + " " + std::to_string(k_module_layout_version));
+    return hasher;
+}
+
 void add_compile_fields(KeyHasher& hasher, const Compiler& compiler, const CompileJob& keyed,
                         KeyedLinks links) {
     hasher.add("compiler", compiler.identity().key_material());

@@ -31,6 +31,11 @@ enum class KeyedLinks { no, yes };
 void add_compile_fields(KeyHasher& hasher, const Compiler& compiler, const CompileJob& keyed,
                         KeyedLinks links);
 
+// A hasher for the key of an entry of `kind` ("module": modules and units;
+// "prelude"), its first field already added: `layout: <kind>
+// <k_module_layout_version>`, the version every key recipe answers to.
+KeyHasher entry_key_hasher(std::string_view kind);
+
 // The commands a compile ran, one per line, with the staging directory's
 // path replaced by the entry's, as it reads once published; words are
 // quoted for a POSIX shell, so a line can be run again as it is.

@@ -31,8 +31,7 @@ CompileJob keyed_job(const CompileJob& absolute, const std::vector<std::string>&
 KeyedText keyed_text_of(std::string_view source, const Compiler& compiler,
                         const CompileJob& keyed, std::string_view extra, std::string_view kind,
                         const std::vector<std::string>& units) {
-    KeyHasher hasher;
-    hasher.add("layout", std::to_string(k_module_layout_version));
+    KeyHasher hasher = entry_key_hasher("module");
     add_compile_fields(hasher, compiler, keyed, KeyedLinks::yes);
     hasher.add("extra", extra);
     hasher.add("source", source);

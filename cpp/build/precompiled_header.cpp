@@ -62,8 +62,7 @@ bool supports_prelude(const Compiler& compiler) {
 KeyedText prelude_key_text(const Compiler& compiler, const CompileJob& job,
                            std::string_view header_text, std::string_view extra) {
     const CompileJob keyed = cache::absolute_dirs(job);
-    KeyHasher hasher;
-    hasher.add("layout", "prelude-" + std::to_string(k_prelude_layout_version));
+    KeyHasher hasher = cache::entry_key_hasher("prelude");
     cache::add_compile_fields(hasher, compiler, keyed, cache::KeyedLinks::no);
     hasher.add("extra", extra);
     hasher.add("header", header_text);

@@ -33,9 +33,18 @@
 
 namespace opweave {
 
-// Version of what build_module puts in an entry (file names, layout). It
-// enters every key, so changing it can never make an old entry match.
-inline constexpr int k_module_layout_version = 2;
+// The one version that every key recipe answers to: the first field of
+// every module, unit and prelude key (entry_key_hasher), and a part of the
+// environment fingerprint, which names the graph index's records and marks
+// exported entries. Bump it once for any change of what a key covers or how
+// (a recipe, a field's encoding), or of what an entry holds (its files, how
+// they are named): every key then changes, so no old entry can match, and no
+// graph index record leads to one. The generated module's own layout
+// (k_graph_layout_version) is in its text, so in its key already. Old
+// entries stay where they are until the LRU bound or `prune` removes them;
+// only a change of the cache's directories bumps ModuleCache::k_format_version
+// (a new vN directory: the sweep removes the older ones whole).
+inline constexpr int k_module_layout_version = 3;
 
 // A precompiled header that a module may be compiled with (see
 // precompiled_header.hpp).

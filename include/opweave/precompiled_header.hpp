@@ -34,9 +34,6 @@
 
 namespace opweave {
 
-// Version of what a prelude entry holds. It enters every prelude key.
-inline constexpr int k_prelude_layout_version = 2;
-
 // The header's file name in a prelude entry, and its precompiled form's.
 inline constexpr const char* k_prelude_header_name = "opweave_prelude.h";
 inline constexpr const char* k_prelude_gch_name = "opweave_prelude.h.gch";

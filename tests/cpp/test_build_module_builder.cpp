@@ -91,6 +91,10 @@ OPWEAVE_TEST(module_key_ignores_unkeyed_flags_and_the_depfile) {
     CHECK_EQ(module_key("int x;", compiler, plain, "abi"),
              module_key("int x;", compiler, with_extras, "abi"));
     const KeyedText keyed_text = module_key_text("int x;", compiler, with_extras, "abi");
+    // The first field is the version every key recipe answers to.
+    CHECK_EQ(keyed_text.text.rfind(
+                 "layout: module " + std::to_string(k_module_layout_version) + "\n", 0),
+             0u);
     CHECK_EQ(module_key_text("int x;", compiler, plain, "abi").text, keyed_text.text);
     CHECK(!contains(keyed_text.text, "-include"));
     CHECK_EQ(keyed_text.key, module_key("int x;", compiler, plain, "abi"));

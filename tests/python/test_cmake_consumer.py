@@ -101,6 +101,7 @@ PUBLIC_HEADERS = {
     "module_cache.hpp",
     "module_source.hpp",
     "precompiled_header.hpp",
+    "remote_storage.hpp",
     "version.hpp",
 }
 

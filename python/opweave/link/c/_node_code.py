@@ -28,12 +28,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave._namedtuple import NamedTuple
-from opweave.graph.basic import Apply
+from opweave.graph.basic import Apply, Variable
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells, Fragment, Fragmenter, code_hash, step_function
-from opweave.link.c.hooks import call_hook, call_optional_hook
+from opweave.link.c.hooks import call_hook, call_optional_hook, get_hook, has_hook
 
-__all__ = ["MissingCCode", "NodeStructs", "OpStruct", "first_positions"]
+__all__ = ["MissingCCode", "NodeStructs", "OpStruct", "check_c_support", "first_positions"]
 
 PLACEHOLDER = "opweave_node"
 PARAMS = "V_params"
@@ -325,3 +325,27 @@ class NodeStructs:
             (f"}}\n{copy_back}return __failure;\n}}\n", -1),
         ]
         return out, definition
+
+
+_TYPE_HOOKS = ("c_declare", "c_init", "c_extract", "c_sync")
+
+
+def check_c_support(
+    variables: Sequence[Variable], nodes: Sequence[Apply], label: Callable[[int, Apply], str]
+) -> None:
+    """Raises MissingCCode for the first of ``variables`` (those not written
+    as literals) whose type, or of ``nodes`` whose op, has no C code;
+    ``label(index, node)`` names a node."""
+    for variable in variables:
+        if not all(has_hook(variable.type, hook) for hook in _TYPE_HOOKS):
+            raise MissingCCode(
+                f"type {variable.type} of {variable} has no C implementation "
+                "(it needs c_declare, c_init, c_extract and c_sync); run the graph "
+                "with mode='py'"
+            )
+    for index, node in enumerate(nodes):
+        if get_hook(node.op, "c_code") is None:
+            raise MissingCCode(
+                f"{label(index, node)} has no C implementation: "
+                f"{type(node.op).__name__} defines no c_code; run the graph with mode='py'"
+            )

@@ -46,15 +46,15 @@ from opweave.link.c._node_code import (
     NodeArgs,
     NodeStructs,
     OpStruct,
+    check_c_support,
     first_positions,
 )
 from opweave.link.c._node_params import params_value, same_params
-from opweave.link.c.hooks import call_optional_hook, checks_input, get_hook, has_hook
+from opweave.link.c.hooks import call_optional_hook, checks_input
 
 __all__ = ["GraphSpec", "MissingCCode", "build_spec", "params_value"]
 
 _NO_ORIGIN = -1
-_TYPE_HOOKS = ("c_declare", "c_init", "c_extract", "c_sync")
 
 
 class _Builder:
@@ -296,26 +296,11 @@ class _Builder:
             seen.setdefault(id(node.op), node.op)
         return list(seen.values())
 
-    def check_c_support(self) -> None:
-        for variable in self.variables:
-            if self.literal(variable) is None and not all(
-                has_hook(variable.type, hook) for hook in _TYPE_HOOKS
-            ):
-                raise MissingCCode(
-                    f"type {variable.type} of {variable} has no C implementation "
-                    "(it needs c_declare, c_init, c_extract and c_sync); run the graph "
-                    "with mode='py'"
-                )
-        for index, node in enumerate(self.nodes):
-            if get_hook(node.op, "c_code") is None:
-                raise MissingCCode(
-                    f"{self.node_label(index, node)} has no C implementation: "
-                    f"{type(node.op).__name__} defines no c_code; run the graph with mode='py'"
-                )
-
     def build(self) -> GraphSpec:
         self.name_variables()
-        self.check_c_support()
+        check_c_support(
+            [v for v in self.variables if self.literal(v) is None], self.nodes, self.node_label
+        )
         for position, variable in enumerate(self.fgraph.inputs):
             self.add_input(position, variable)
         for node in self.nodes:

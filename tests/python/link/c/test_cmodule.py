@@ -134,7 +134,7 @@ def test_an_entry_records_the_text_of_its_key_and_cmodule_key_names_it() -> None
     entry = cmodule.get_module_cache().lookup(key)
     assert entry is not None
     lines = entry.key_material.splitlines()
-    assert lines[0] == f"layout: {_core.MODULE_LAYOUT_VERSION}"
+    assert lines[0] == f"layout: module {_core.MODULE_LAYOUT_VERSION}"
     names = [line.split(":")[0] for line in lines if not line.startswith("  ")]
     expected = ["layout", "compiler", "flags", "include_dirs", "lib_dirs", "libraries"]
     assert names == [*expected, "opt_level", "debug_info", "extra", "source"]
