@@ -73,7 +73,10 @@ def step_function(name: str, body: str, undo: bool = False) -> str:
 
 _SUB = {"fail": "OPWEAVE_FAIL(1)", "id": "1", "failure_var": "__failure", "py_ptr": "py_V"}
 
+# A _core.CodeFragment's and a _core.Step's fields: the core takes any such
+# tuple, and a plain one costs a tenth of a named one to make.
 Fragment = tuple[str, int]
+StepFields = tuple[int, str, str, list[int]]
 Fragmenter = Callable[[Any, str], Fragment]
 
 

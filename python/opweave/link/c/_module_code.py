@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opweave import _core
-from opweave.link.c._cells import Cells, Fragmenter
+from opweave.link.c._cells import Cells, Fragmenter, StepFields
 from opweave.link.c._node_code import NodeStructs, StructCode
 from opweave.link.c._units import ObjectCode, plan_units, unit_spec
 from opweave.link.c.hooks import as_code_list, call_optional_hook
@@ -32,16 +31,17 @@ def object_code(obj: Any, compiler: Any, fragment: Fragmenter) -> ObjectCode:
     )
 
 
-def _table_step(step: _core.Step, calls: dict[str, tuple[str, int]]) -> _core.Step:
+def _table_step(step: StepFields, calls: dict[str, tuple[str, int]]) -> StepFields:
     """``step``, calling its struct's run() through the table when
     ``calls`` says so (see NodeStructs.table_steps)."""
-    call = calls.get(step.run[len("node_") :]) if step.run.startswith("node_") else None
-    return step if call is None else step._replace(run=call[0], args=[*step.args, call[1]])
+    ident, run, undo, args = step
+    call = calls.get(run[len("node_") :]) if run.startswith("node_") else None
+    return step if call is None else (ident, call[0], undo, [*args, call[1]])
 
 
 def module_code(
     objects: list[Any],
-    run_steps: list[_core.Step],
+    run_steps: list[StepFields],
     compiler: Any,
     fragment: Fragmenter,
     cells: Cells,
@@ -72,7 +72,7 @@ def _in_units(
     groups: list[Any],
     objects: list[Any],
     code: dict[int, ObjectCode],
-    run_steps: list[_core.Step],
+    run_steps: list[StepFields],
     cells: Cells,
     nodes_code: NodeStructs,
     spec: dict[str, Any],

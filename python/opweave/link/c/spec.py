@@ -37,7 +37,7 @@ from opweave.graph.basic import (
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.op import op_label
 from opweave.graph.utils import not_defined_errors
-from opweave.link.c._cells import Cells
+from opweave.link.c._cells import Cells, StepFields
 from opweave.link.c._export import NodePlan, plan_node
 from opweave.link.c._graph_records import GraphSpec
 from opweave.link.c._module_code import module_code
@@ -73,13 +73,13 @@ class _Builder:
         self.no_recycling = set(no_recycling)  # ids of variables emptied at every call
         self.numbers = numbers or {}
         self.compiler = compiler
-        self.origins: list[_core.CodeOrigin] = []
+        self.origins: list[tuple[str, str, int]] = []  # _core.CodeOrigin's fields
         self.names: dict[int, str] = {}
         self.variables: list[Variable] = []  # in C-name order, set by name_variables
         self.literals: dict[int, str | None] = {}
         self.params: dict[int, Constant] = {}  # id(node) -> its params constant
-        self.run_steps: list[_core.Step] = []
-        self.init_steps: list[_core.Step] = []
+        self.run_steps: list[StepFields] = []
+        self.init_steps: list[StepFields] = []
         self.orphans: list[Any] = []
         self.block_names: dict[int, str] = {}
         self.output_blocks: dict[int, int] = {}
@@ -100,7 +100,7 @@ class _Builder:
     # --- helpers -------------------------------------------------------------
 
     def origin(self, what: str) -> int:
-        self.origins.append(_core.CodeOrigin(what, "", 1))
+        self.origins.append((what, "", 1))
         return len(self.origins) - 1
 
     def fragment(self, text: Any, what: str) -> tuple[str, int]:
@@ -214,9 +214,7 @@ class _Builder:
         args = self.place(variable, True, ("take", "drop"))
         cell = self.cells_of[id(variable)]
         self.run_steps.append(
-            _core.Step(
-                position + 1, f"take_{cell}", f"drop_{cell}", self.with_position(args, position)
-            )
+            (position + 1, f"take_{cell}", f"drop_{cell}", self.with_position(args, position))
         )
 
     def add_output(self, variable: Variable) -> None:
@@ -228,7 +226,7 @@ class _Builder:
         self.block_names[step] = f"output {self.describe(variable)}"
         self.output_blocks[step] = self.output_slots[id(variable)][0]
         self.run_steps.append(
-            _core.Step(step, f"take_output_{cell}", f"finish_{cell}", self.with_position(args, 0))
+            (step, f"take_output_{cell}", f"finish_{cell}", self.with_position(args, 0))
         )
 
     def add_struct_variable(self, variable: Variable) -> None:
@@ -250,12 +248,10 @@ class _Builder:
         first = "take" if constant else "empty"
         steps = self.run_steps if id(variable) in self.no_recycling else self.init_steps
         steps.append(
-            _core.Step(
-                self.new_id(), f"{first}_{cell}", f"drop_{cell}", self.with_position(args, position)
-            )
+            (self.new_id(), f"{first}_{cell}", f"drop_{cell}", self.with_position(args, position))
         )
         if output:
-            store = _core.Step(self.new_id(), f"store_{cell}", "", self.with_position(args, 0))
+            store = (self.new_id(), f"store_{cell}", "", self.with_position(args, 0))
             self.run_steps.append(store)
 
     def add_node(self, index: int, node: Apply) -> None:
@@ -282,9 +278,9 @@ class _Builder:
         if struct.stateful:
             indices.append(self.nodes_code.place(struct))
             self.init_steps.append(
-                _core.Step(self.new_id(), f"init_{struct.name}", f"cleanup_{struct.name}", indices)
+                (self.new_id(), f"init_{struct.name}", f"cleanup_{struct.name}", indices)
             )
-        self.run_steps.append(_core.Step(step, f"node_{struct.name}", "", indices))
+        self.run_steps.append((step, f"node_{struct.name}", "", indices))
 
     # --- module-level code ---------------------------------------------------
 
@@ -331,7 +327,7 @@ class _Builder:
         whole = None
         if whole_parts is not None:
             whole = _core.ModuleSpec(**whole_parts, **common, run_steps=self.run_steps)
-        origins = [o.what for o in self.origins]
+        origins = [o[0] for o in self.origins]
         return GraphSpec(
             spec,
             self.orphans,
