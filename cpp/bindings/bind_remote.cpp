@@ -59,7 +59,6 @@ public:
         py::gil_scoped_acquire gil;
         call("put", [&](const py::function& put) {
             put(std::string(key), py::bytes(pack.data(), pack.size()));
-            return 0;
         });
     }
 

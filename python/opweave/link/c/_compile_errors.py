@@ -44,14 +44,13 @@ def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) 
     from (see cpp/build/link_check.cpp)."""
     names = summary.partition("symbols that nothing defines: ")[2]
     places: list[str] = []
-    for name in re.findall(r"'([^']+)'", names.split(" (not in")[0]) if names else []:
+    symbols = re.findall(r"'([^']+)'", names.split(" (not in")[0]) if names else []
+    # Read out of the spec once: each read of a field copies it.
+    fragments = [f for f in _fragments(spec) if f.origin >= 0] if symbols else []
+    for name in symbols:
         bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
         word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
-        users = dict.fromkeys(
-            origins[origin]
-            for text, origin in _fragments(spec)
-            if origin >= 0 and word.search(text)
-        )
+        users = dict.fromkeys(origins[f.origin] for f in fragments if word.search(f.text))
         places.extend(f"{user}: uses '{name}', which nothing defines" for user in users)
     return places
 

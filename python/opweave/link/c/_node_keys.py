@@ -227,32 +227,30 @@ def with_exports(
     out = spec.copy()
     origins = spec.origins
     present = set(names)
-    exports = []
     unique = list(dict((c.key, c) for c in codes).values())
     read = {cell for code in unique for cell in code.export["read"]}
     made = {cell for code in unique for cell in code.export["made"]}
-    for code in unique:
+    shared = any(code.export["shared_state"] for code in unique)
+    # The cell functions the exports call, before the first export's text.
+    helpers = (SHARED_STATE if shared else "") + "".join(
+        cell_helpers(cell, cell in read, cell in made) for cell in sorted(read | made)
+    )
+    exports = []
+    for index, code in enumerate(unique):
         parts = code.export
         offset = len(origins)
         origins.extend(parts["origins"])
-        definitions = []
+        definitions = [[(helpers, -1)]] if index == 0 else []
         for name, definition in zip(parts["names"], parts["definitions"], strict=True):
             if name not in present:
                 present.add(name)
                 definitions.append([(t, o + offset if o >= 0 else o) for t, o in definition])
         definitions.append([(parts["text"], -1)])
-        exports.append((code.key, parts["table"], definitions))
-    if exports:  # the cell functions they call, before the first
-        shared = any(code.export["shared_state"] for code in unique)
-        helpers = (SHARED_STATE if shared else "") + "".join(
-            cell_helpers(cell, cell in read, cell in made) for cell in sorted(read | made)
+        exports.append(
+            _core.GraphExport(key=code.key, table=parts["table"], definitions=definitions)
         )
-        exports[0][2].insert(0, [(helpers, -1)])
     out.origins = origins
-    out.exports = [
-        _core.GraphExport(key=key, table=table, definitions=definitions)
-        for key, table, definitions in exports
-    ]
+    out.exports = exports
     return out
 
 

@@ -33,6 +33,7 @@ asked again for a minute. The URL's password is never shown (:func:`shown_url`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from urllib.parse import unquote, urlsplit
@@ -216,14 +217,12 @@ class RedisStorage(_core.RemoteStorage):
             _failed("store an entry", error)
 
 
-_storage: list[RedisStorage] = []
-
-
 def storage() -> RedisStorage | None:
     """The remote tier to hand to ``_core.build_module``, or None when
     ``cache__remote`` is not set."""
-    if not config.cache__remote:
-        return None
-    if not _storage:
-        _storage.append(RedisStorage())
-    return _storage[0]
+    return _redis_storage() if config.cache__remote else None
+
+
+@functools.cache
+def _redis_storage() -> RedisStorage:
+    return RedisStorage()  # stateless: the client and secrets follow the config
