@@ -163,6 +163,13 @@ void init_records(py::module_& m) {
         .def_readonly("sha256", &EntryFile::sha256);
     py::class_<HeaderRecord>(m, "HeaderRecord",
                              "A header a build read, as recorded after the compile.")
+        .def(py::init([](std::string path, std::uint64_t size, std::int64_t mtime_ns,
+                         std::int64_t ctime_ns, std::string sha256) {
+                 return HeaderRecord{std::move(path), size, mtime_ns, ctime_ns,
+                                     std::move(sha256)};
+             }),
+             py::kw_only(), py::arg("path"), py::arg("size"), py::arg("mtime_ns"),
+             py::arg("ctime_ns"), py::arg("sha256"))
         .def_property_readonly("path", [](const HeaderRecord& r) { return text(r.path); })
         .def_readonly("size", &HeaderRecord::size)
         .def_readonly("mtime_ns", &HeaderRecord::mtime_ns)
@@ -397,6 +404,47 @@ void init_module_cache(py::module_& m) {
              "Removes what killed builds left behind; returns how many directories.")
         .def("note_hit", &ModuleCache::note_hit,
              "Counts a hit served from lookup() (an index of the caller's named it).")
+        .def(
+            "read_record",
+            [](ModuleCache& cache, const std::string& kind,
+               const std::string& name) -> std::optional<py::bytes> {
+                std::optional<std::string> data;
+                {
+                    py::gil_scoped_release release;
+                    data = cache.read_record(kind, name);
+                }
+                if (!data) {
+                    return std::nullopt;
+                }
+                return py::bytes(*data);
+            },
+            py::arg("kind"), py::arg("name"),
+            "The data of the record `name` of `kind` (derived state kept beside the\n"
+            "entries), or None: none, not trusted, or damaged (then removed). The\n"
+            "shared read-only caches are asked after this one. ValueError for a bad\n"
+            "kind (1 to 16 of [a-z]) or name (a key).")
+        .def(
+            "write_record",
+            [](ModuleCache& cache, const std::string& kind, const std::string& name,
+               const py::bytes& data) {
+                const std::string bytes = data;
+                py::gil_scoped_release release;
+                return cache.write_record(kind, name, bytes);
+            },
+            py::arg("kind"), py::arg("name"), py::arg("data"),
+            "Publishes the record (one rename, mode 0600); False when it cannot be\n"
+            "written (a read-only cache, an unusable directory).")
+        .def("remove_record", &ModuleCache::remove_record, py::arg("kind"), py::arg("name"),
+             py::call_guard<py::gil_scoped_release>(),
+             "Removes the record; returns whether there was one.")
+        .def("keep_file_digests", &ModuleCache::keep_file_digests,
+             "Makes this cache's records the machine's memo of the hashes of source\n"
+             "files (headers, the files a graph's code came from), as ccache's inode\n"
+             "cache: a file whose times changed but not its content is hashed once\n"
+             "per machine. Nothing for a read-only cache.")
+        .def("record_names", &ModuleCache::record_names, py::arg("kind"),
+             py::call_guard<py::gil_scoped_release>(),
+             "The names of this cache's records of `kind`, sorted.")
         .def("flush_counters", &ModuleCache::flush_counters,
              py::call_guard<py::gil_scoped_release>(),
              "Writes the counters this object gathered to disk now.")

@@ -31,5 +31,6 @@ void init_assembly(pybind11::module_& m);
 void init_function(pybind11::module_& m);
 void init_step_runner(pybind11::module_& m);
 void init_cell_call(pybind11::module_& m);
+void init_deps(pybind11::module_& m);
 
 }  // namespace opweave::bindings

@@ -21,4 +21,5 @@ PYBIND11_MODULE(_core, m) {
     opweave::bindings::init_function(m);
     opweave::bindings::init_step_runner(m);
     opweave::bindings::init_cell_call(m);
+    opweave::bindings::init_deps(m);
 }

@@ -16,6 +16,7 @@
 #include "cache/entry_metadata.hpp"
 #include "cache/module_cache_impl.hpp"
 #include "cache/node_index.hpp"
+#include "cache/record_store.hpp"
 #include "opweave/errors.hpp"
 #include "cache/file_lock.hpp"
 #include "opweave/module_cache.hpp"
@@ -263,6 +264,7 @@ std::size_t ModuleCache::clear() {
     // Every index file names a removed entry, or one published meanwhile
     // (whose index is then only missing: a miss of find_export).
     cache::drop_node_index(places.version);
+    cache::drop_records(places.version);
     if (const auto quarantine = open_trusted(places.version, cache::k_quarantine_dir)) {
         std::size_t ignored = 0;
         remove_all(*quarantine, ignored);
@@ -321,6 +323,7 @@ std::size_t sweep(const Places& places, std::vector<CacheEvent>* events) {
     remove_all(require_layout_dir(places.version, k_trash_dir, events), removed);
     trim_quarantine(require_layout_dir(places.version, k_quarantine_dir, events), removed);
     require_layout_dir(places.version, k_failed_dir, events);
+    removed += sweep_records(places.version);
     const util::Dir locks = require_layout_dir(places.version, k_locks_dir, events);
     for (const std::string& name : locks.list()) {
         // A lock file left by a killed builder: free, so take and remove it.

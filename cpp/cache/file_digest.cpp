@@ -40,6 +40,7 @@ Version version_of(const struct stat& st) {
 struct Memory {
     std::mutex mutex;
     std::map<Version, std::string> hashes;
+    std::shared_ptr<MachineDigests> machine;
 };
 
 // Never destroyed, so that it outlives every user, even at exit.
@@ -72,7 +73,41 @@ std::optional<std::string> hash_fd(int fd, off_t expected_size) {
     return to_hex(hasher.finish());
 }
 
+// The name of a file version in the machine's memo: a key (a hash of the
+// version's fields).
+std::string version_name(const struct stat& st) {
+    const std::string fields =
+        std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+        std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+        std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(st.st_ctim.tv_sec) + "." +
+        std::to_string(st.st_ctim.tv_nsec);
+    return to_hex(Sha256::of(fields)).substr(0, 40);
+}
+
+bool is_sha256(const std::string& text) {
+    return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
+std::shared_ptr<MachineDigests> machine_digests() {
+    std::lock_guard<std::mutex> guard(memory().mutex);
+    return memory().machine;
+}
+
 }  // namespace
+
+void set_machine_digests(std::shared_ptr<MachineDigests> store) {
+    std::lock_guard<std::mutex> guard(memory().mutex);
+    memory().machine = std::move(store);
+}
+
+void clear_machine_digests(const MachineDigests* store) noexcept {
+    std::lock_guard<std::mutex> guard(memory().mutex);
+    if (memory().machine.get() == store) {
+        memory().machine.reset();
+    }
+}
 
 std::int64_t ns_of(const struct timespec& time) noexcept {
     return static_cast<std::int64_t>(time.tv_sec) * k_ns_per_second + time.tv_nsec;
@@ -92,16 +127,32 @@ bool changed_since(const struct stat& st, std::int64_t since_ns) noexcept {
 
 std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo) {
     const Version version = version_of(st);
-    if (memo == Memo::use) {
+    if (memo != Memo::bypass) {
         std::lock_guard<std::mutex> guard(memory().mutex);
         const auto it = memory().hashes.find(version);
         if (it != memory().hashes.end()) {
             return it->second;
         }
     }
+    // The machine's memo, for versions older than the clock's tick (the
+    // same rule as the process's memo: see remember_sha256).
+    const std::shared_ptr<MachineDigests> machine =
+        memo == Memo::machine && !changed_since(st, filesystem_now_ns()) ? machine_digests()
+                                                                          : nullptr;
+    const std::string name = machine ? version_name(st) : std::string();
+    if (machine) {
+        std::optional<std::string> kept = machine->find(name);
+        if (kept && is_sha256(*kept)) {
+            remember_sha256(st, *kept);
+            return kept;
+        }
+    }
     std::optional<std::string> sha256 = hash_fd(fd, st.st_size);
     if (sha256) {
         remember_sha256(st, *sha256);
+        if (machine) {
+            machine->keep(name, *sha256);
+        }
     }
     return sha256;
 }

@@ -84,12 +84,14 @@ std::size_t rule_colon(std::string_view line) {
     return std::string_view::npos;
 }
 
-// The record of the header at `path`, watched first.
-HeaderRecord record_header(const std::string& path, WatchedHeaders& watched,
+// The record of the header at `path`, watched first (unless `watched` is
+// null).
+HeaderRecord record_header(const std::string& path, WatchedHeaders* watched,
                            std::int64_t compile_start_ns, std::int64_t recorded_ns) {
     HeaderRecord record;
     record.path = path;
-    const bool watching = watched.watch(record.path, WatchedHeaders::When::at_once);
+    const bool watching =
+        watched != nullptr && watched->watch(record.path, WatchedHeaders::When::at_once);
     // Non-blocking: a FIFO (or a device) at a header's path must not hang
     // the build; it is no regular file, so it gets no hash.
     util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -101,7 +103,7 @@ HeaderRecord record_header(const std::string& path, WatchedHeaders& watched,
     record.mtime_ns = ns_of(st.st_mtim);
     record.ctime_ns = ns_of(st.st_ctim);
     if (!is_racy(st, compile_start_ns, recorded_ns)) {
-        record.sha256 = file_sha256(file.get(), st).value_or("");
+        record.sha256 = file_sha256(file.get(), st, Memo::machine).value_or("");
         // Changed while we hashed it: the hash may not be of the recorded
         // version (nor of what the compiler read).
         struct stat after {};
@@ -111,7 +113,7 @@ HeaderRecord record_header(const std::string& path, WatchedHeaders& watched,
         }
     }
     if (watching && !record.sha256.empty() && is_plain_file(record.path)) {
-        watched.verified(record);
+        watched->verified(record);
     }
     return record;
 }
@@ -189,7 +191,7 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
             !seen.insert(path.string()).second) {
             continue;
         }
-        records.push_back(record_header(path.string(), watched, compile_start_ns, recorded_ns));
+        records.push_back(record_header(path.string(), &watched, compile_start_ns, recorded_ns));
     }
     return records;
 }
@@ -265,7 +267,8 @@ std::string check_headers(const std::vector<HeaderRecord>& headers, Memo memo) {
         if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
             return "header " + header.path + " cannot be read";
         }
-        if (file_sha256(file.get(), st, memo) != header.sha256) {
+        const Memo sources = memo == Memo::use ? Memo::machine : memo;
+        if (file_sha256(file.get(), st, sources) != header.sha256) {
             return "header " + header.path + " changed";
         }
     }
@@ -279,6 +282,19 @@ namespace opweave {
 std::string headers_changed(const std::vector<HeaderRecord>& headers) {
     return cache::check_headers(headers, cache::Memo::use);
 }
+
+std::vector<HeaderRecord> record_files(const std::vector<std::string>& paths,
+                                       std::int64_t since_ns) {
+    std::vector<HeaderRecord> records;
+    records.reserve(paths.size());
+    const std::int64_t recorded_ns = cache::filesystem_now_ns();
+    for (const std::string& path : paths) {
+        records.push_back(cache::record_header(path, nullptr, since_ns, recorded_ns));
+    }
+    return records;
+}
+
+std::int64_t filesystem_now_ns() noexcept { return cache::filesystem_now_ns(); }
 
 }  // namespace opweave
 

@@ -245,6 +245,9 @@ std::optional<Entry> ModuleCache::lookup_read_only(std::string_view key,
 }
 
 ModuleCache::~ModuleCache() {
+    if (m_impl->digests) {
+        cache::clear_machine_digests(m_impl->digests.get());
+    }
     try {
         flush_counters();
     } catch (...) {

@@ -12,6 +12,7 @@
 
 #include "cache/cache_counters.hpp"
 #include "cache/entry_check.hpp"
+#include "cache/file_digest.hpp"
 #include "cache/layout.hpp"
 #include "cache/file_lock.hpp"
 #include "opweave/module_cache.hpp"
@@ -29,6 +30,9 @@ public:
     // shared owner.
     util::Owners owners;
     std::vector<std::unique_ptr<ModuleCache>> layers;  // CacheOptions::shared_roots
+    // The machine's memo of file hashes, when this cache keeps it
+    // (keep_file_digests).
+    std::shared_ptr<cache::MachineDigests> digests;
 };
 
 namespace cache {

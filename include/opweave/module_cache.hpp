@@ -14,6 +14,7 @@
 //   <root>/v2/nodes/<n2>/<node key>     which entry exports a node: that entry's
 //                                       key and "\n" (an index; see find_export)
 //   <root>/v2/stats.json                persistent counters (hits, builds, ...)
+//   <root>/v2/records/<kind>/<r2>/<name>  a small record of derived state (read_record)
 //
 // where <k2> (<n2>) is the first two characters of the key (node key). meta.json records the
 // size and SHA-256 of every file of the entry and the headers its build read
@@ -109,6 +110,20 @@ struct HeaderRecord {
 // the process passes it before it is used again: its files are in memory
 // already, so only its sources can have moved on.
 std::string headers_changed(const std::vector<HeaderRecord>& headers);
+
+// Records the files `paths` (absolute) that a step read, a step that began
+// at `since_ns` (filesystem_now_ns() then), for callers that keep lists of
+// what they depend on (opweave's graph records) and check them with
+// headers_changed(): each file with its size, times and SHA-256; without a
+// hash (so that a check finds it changed) when it changed at or after
+// `since_ns`, since what the step read is then unknown, or when it is not a
+// regular file that can be read.
+std::vector<HeaderRecord> record_files(const std::vector<std::string>& paths,
+                                       std::int64_t since_ns);
+
+// The current time as the filesystem's timestamps read it (the kernel's
+// coarse clock), in nanoseconds since the epoch.
+std::int64_t filesystem_now_ns() noexcept;
 
 // What a builder reports about the build it did; stored in meta.json.
 struct BuildRecord {
@@ -339,7 +354,7 @@ public:
     // whether it existed.
     bool evict(std::string_view key);
 
-    // Removes every entry and the node index, and resets the counters.
+    // Removes every entry, the node index and the records, and resets the counters.
     // Returns how many entries were removed.
     std::size_t clear();
 
@@ -369,6 +384,47 @@ public:
     // (an index of its own named the entry).
     void note_hit();
 
+    // Records: small pieces of derived state that callers keep beside the
+    // entries to skip work (which module a graph compiles to, what a
+    // compiler's -march=native stands for), never a source of truth. A
+    // record is a regular file of this user, mode 0600, at
+    // records/<kind>/<r2>/<name> (<r2>: the first two characters of the
+    // name), holding "OPWEAVE-RECORD 1 <SHA-256 of the data>\n" and the
+    // data, published by one rename, so a reader sees it whole or not at
+    // all. `kind` is 1 to 16 characters of [a-z]; `name` passes is_key;
+    // data is at most k_max_record_bytes. Callers never open these files
+    // themselves: what is read has passed the cache's checks.
+    static constexpr std::size_t k_max_record_bytes = 16u << 20;
+
+    // The data of the record, or nothing: none, or not trusted (a symlink,
+    // not a regular file, another owner's, writable by others: left alone),
+    // or damaged (its hash does not hold: removed, unless read-only). The
+    // read-only caches of shared_roots are asked after this one. Throws
+    // std::invalid_argument for a bad kind or name; an unusable directory
+    // is a miss, never a CacheError.
+    std::optional<std::string> read_record(std::string_view kind, std::string_view name);
+
+    // Publishes the record; false when it cannot be written (a read-only
+    // cache, an unusable directory, a full disk). Throws
+    // std::invalid_argument for a bad kind or name, or data too large.
+    bool write_record(std::string_view kind, std::string_view name, std::string_view data);
+
+    // Removes the record of this cache; returns whether there was one.
+    bool remove_record(std::string_view kind, std::string_view name);
+
+    // The names of this cache's records of `kind` (not the shared roots'),
+    // sorted.
+    std::vector<std::string> record_names(std::string_view kind) const;
+
+    // Makes this cache's records (kind "digests") the machine's memo of the
+    // hashes of source files (headers, the files a graph's code came from),
+    // like ccache's inode cache: a file whose times changed and content did
+    // not (a checkout, a reinstall) is then hashed once per machine, not
+    // once per process; a check of such a file that finds it recorded reads
+    // a record instead. A cache entry's own files are hashed once per
+    // process as before, whatever this says. Nothing for a read-only cache.
+    void keep_file_digests();
+
 private:
     // Throws CacheError when the cache is read-only: it does not `what`.
     void refuse_if_read_only(const char* what) const;
@@ -378,6 +434,9 @@ private:
     // a shared layer).
     std::optional<Entry> find_export_read_only(std::string_view node_key,
                                                std::vector<CacheEvent>* events) const;
+    // read_record in this cache, trusting its owners, without removing.
+    std::optional<std::string> read_record_read_only(std::string_view kind,
+                                                     std::string_view name) const;
 
     class Impl;
     std::filesystem::path m_root;

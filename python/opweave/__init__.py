@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# First of opweave's modules: when the modules imported after it were read.
+from opweave import _import_time  # noqa: F401
 from opweave.configparser import config
 from opweave.errors import CacheError, CompileError, LockTimeout, OpweaveError
 

@@ -221,7 +221,7 @@ def _graph_records(cache: Any, keep_live: bool) -> str:
     if cache.read_only:
         return ""
     live = (lambda key: Path(cache.entry_dir(key)).is_dir()) if keep_live else None
-    return f", and {_graph_index.sweep(Path(cache.root), live)} graph records"
+    return f", and {_graph_index.sweep(cache, live)} graph records"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -237,8 +237,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "verify":
         return _verify(cache, args.repair, args.json)
     if args.action == "clear":
-        removed = cache.clear()
         records = _graph_records(cache, keep_live=False)
+        removed = cache.clear()
         print(f"removed {removed} entries from {cache.root}{records}")
     elif args.action == "prune":
         older_than = args.older_than * 86400 if args.older_than is not None else None

@@ -16,7 +16,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'find_compiler', 'headers_changed', 'prelude_key', 'request_key', 'sha256_hex', 'supports_prelude']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values']
 class CodeOrigin(typing.NamedTuple):
     """
     Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
@@ -340,6 +340,8 @@ class HeaderRecord:
     """
     A header a build read, as recorded after the compile.
     """
+    def __init__(self, *, path: str, size: typing.SupportsInt | typing.SupportsIndex, mtime_ns: typing.SupportsInt | typing.SupportsIndex, ctime_ns: typing.SupportsInt | typing.SupportsIndex, sha256: str) -> None:
+        ...
     @property
     def ctime_ns(self) -> int:
         ...
@@ -355,6 +357,43 @@ class HeaderRecord:
     @property
     def size(self) -> int:
         ...
+class DepWindow:
+    """
+    While open, gathers the code objects that start running and the
+    files Python code opens (see _dep_window.py).
+    """
+    def __init__(self) -> None:
+        ...
+    def close(self) -> tuple[list[typing.Any], list[tuple[str, str]], list[dict[str, typing.Any]]]:
+        """
+        Stops gathering; returns (code objects, [(path, opened for writing), ...],
+        [namespace of a module loaded at open() that changed meanwhile, ...]).
+        """
+    def open(self) -> None:
+        """
+        Starts gathering (on Python < 3.12 with a frame evaluation function).
+        """
+    @property
+    def is_open(self) -> bool:
+        ...
+class Watch:
+    """
+    Whether module namespaces (dicts) or classes changed since it was
+    taken, without reading them: dict and type watchers (Python >= 3.12),
+    else their version tags.
+    """
+    def __init__(self, dicts: list[typing.Any], types: list[typing.Any]) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def changed(self) -> bool:
+        """
+        Whether one of them changed since the watch was taken or refreshed.
+        """
+    def refresh(self) -> None:
+        """
+        Counts changes from now on.
+        """
 class Entry:
     """
     A published cache entry, as its metadata describes it.
@@ -582,6 +621,13 @@ class ModuleCache:
         """
     def keep_failed_source(self, key: str, source: str) -> pathlib.Path:
         ...
+    def keep_file_digests(self) -> None:
+        """
+        Makes this cache's records the machine's memo of the hashes of source
+        files (headers, the files a graph's code came from), as ccache's inode
+        cache: a file whose times changed but not its content is hashed once
+        per machine. Nothing for a read-only cache.
+        """
     def list(self) -> list[Entry]:
         """
         Every entry (metadata only, not verified), sorted by key.
@@ -594,6 +640,26 @@ class ModuleCache:
     def note_hit(self) -> None:
         """
         Counts a hit served from lookup() (an index of the caller's named it).
+        """
+    def read_record(self, kind: str, name: str) -> bytes | None:
+        """
+        The data of the record `name` of `kind` (derived state kept beside the
+        entries), or None: none, not trusted, or damaged (then removed). The
+        shared read-only caches are asked after this one. ValueError for a bad
+        kind (1 to 16 of [a-z]) or name (a key).
+        """
+    def record_names(self, kind: str) -> builtins.list[str]:
+        """
+        The names of this cache's records of `kind`, sorted.
+        """
+    def remove_record(self, kind: str, name: str) -> bool:
+        """
+        Removes the record; returns whether there was one.
+        """
+    def write_record(self, kind: str, name: str, data: bytes) -> bool:
+        """
+        Publishes the record (one rename, mode 0600); False when it cannot be
+        written (a read-only cache, an unusable directory).
         """
     def prune(self, max_total_bytes: typing.SupportsInt | typing.SupportsIndex | None = None, older_than: typing.SupportsFloat | typing.SupportsIndex | None = None, keep: str = '') -> PruneResult:
         """
@@ -1217,6 +1283,20 @@ def cancel_builds() -> None:
     Makes every compile and lock wait in progress or to come in this process stop
     (raising Interrupted): for an interpreter that exits after an interrupt.
     """
+def code_started(code: typing.Any, offset: typing.Any) -> typing.Any:
+    """
+    sys.monitoring's PY_START callback of the dependency windows: notes the
+    code in every open window, and returns DISABLE.
+    """
+def files_changed(files: collections.abc.Sequence[HeaderRecord]) -> str:
+    """
+    Empty when every file of `files` (HeaderRecords) has its recorded content,
+    else why not. A stat each; a hash only where the stat differs.
+    """
+def filesystem_now_ns() -> int:
+    """
+    The filesystem clock now, in ns since the epoch (for record_files).
+    """
 def find_compiler(cxx: str = '') -> pathlib.Path:
     """
     The absolute path of the C++ compiler: `cxx`, else $CXX, else the
@@ -1236,6 +1316,17 @@ def headers_changed(origin: Entry) -> str:
     still has its recorded content; otherwise why not. A module loaded from
     it earlier in the process passes this before it is used again.
     """
+def pause_dep_windows(pause: bool) -> None:
+    """
+    Stops noting anything in the open DepWindows (True) until as many calls
+    with False: the work of recording itself is no dependency.
+    """
+def record_files(paths: collections.abc.Sequence[str], since_ns: typing.SupportsInt | typing.SupportsIndex) -> list[HeaderRecord]:
+    """
+    HeaderRecords of the files `paths` (absolute), read by a step that began at
+    `since_ns`: size, times and SHA-256; no hash when a file changed since then
+    or is not a regular file (headers_changed then finds it changed).
+    """
 def request_key(compiler: Compiler, request: ModuleRequest) -> str:
     """
     The key build_module looks up for `request` (its units' keys included).
@@ -1243,6 +1334,11 @@ def request_key(compiler: Compiler, request: ModuleRequest) -> str:
 def prelude_key(compiler: Compiler, job: CompileJob, header_text: str, extra: str = '') -> str:
     """
     The cache key of the prelude `header_text` for modules compiled with `job`.
+    """
+def same_values(namespace: typing.Any, names: tuple[str, ...], values: tuple[typing.Any, ...]) -> bool:
+    """
+    Whether each of `names` of `namespace` still holds the very object of
+    `values` (take_values).
     """
 def sha256_hex(data: bytes) -> str:
     """
@@ -1252,6 +1348,11 @@ def supports_prelude(compiler: Compiler) -> bool:
     """
     Whether modules compiled by `compiler` can use a precompiled prelude
     (GCC without a launcher).
+    """
+def take_values(namespace: typing.Any, names: set[str]) -> tuple[tuple[str, ...], tuple[typing.Any, ...]]:
+    """
+    (names, values): the names of `namespace` (a module's globals, or a class)
+    that are in the set `names`, sorted, and the objects they hold.
     """
 CACHE_FORMAT_VERSION: int = 2
 DEFAULT_LOCK_TIMEOUT: float  # CacheOptions::lock_timeout_seconds

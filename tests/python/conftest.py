@@ -5,11 +5,12 @@ skips into failures."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import second_user
+from support import cache_opens, second_user
 from support.redis_server import redis_server
 from support.transfer_archives import Export
 from support.transfer_archives import real_export as make_real_export
@@ -31,6 +32,25 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     with opweave.config.change_flags(compiledir=str(xdg / "opweave")):
         yield xdg / "opweave"
+
+
+@pytest.fixture(autouse=True)
+def no_python_open_below_a_cache_root(isolated_cache: Path) -> Iterator[None]:
+    """Fails a test in which opweave's Python code opened a file below a
+    cache root (support/cache_opens.py): the core alone reads and writes
+    what a cache holds."""
+    import opweave
+
+    cache_opens.install()
+    config = opweave.config
+    found = [str(isolated_cache.parent), config.compiledir, *config.cache__shared_dirs]
+    cache_opens.roots[:] = [os.path.join(os.path.abspath(root), "") for root in found]
+    cache_opens.opened.clear()
+    try:
+        yield
+    finally:
+        cache_opens.roots.clear()
+    assert not cache_opens.opened, f"opweave's Python code opened cache files: {cache_opens.opened}"
 
 
 @pytest.fixture

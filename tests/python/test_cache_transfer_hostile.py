@@ -310,6 +310,25 @@ def test_export_writes_mode_0600_and_never_follows_a_link_at_partial(
     assert sorted(names[1:]) == sorted(f"entries/{key}" for key in exported.keys)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "readable by others", "directory"])
+def test_export_with_a_secret_file_that_cannot_be_trusted_fails_at_once(
+    tmp_path: Path, kind: str
+) -> None:
+    secret = tmp_path / "secret"
+    if kind == "fifo":
+        os.mkfifo(secret, 0o600)  # nobody writes to it: a blocking open would hang
+    elif kind == "directory":
+        secret.mkdir()
+    else:
+        secret.write_text(SECRET)
+        secret.chmod(0o644)
+    env = flags(tmp_path / "cache", cache__remote_secret=f"file:{secret}")
+    result = cli("export", str(tmp_path / "out.tgz"), env=env)
+    words = {"fifo": "not a regular file", "directory": "secret", "readable by others": "0644"}
+    refused(result, words[kind])
+    assert not (tmp_path / "out.tgz").exists()
+
+
 def test_export_into_a_missing_directory_fails_in_one_line(tmp_path: Path) -> None:
     result = cli("export", str(tmp_path / "absent" / "x.tgz"), env=flags(tmp_path / "b"))
     refused(result, "cannot write the export file")

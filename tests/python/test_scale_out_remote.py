@@ -84,6 +84,7 @@ def test_a_signed_entry_is_served_with_the_secret_from_a_file(
 ) -> None:
     secret = tmp_path / "secret"
     secret.write_text("from-a-file\n")
+    secret.chmod(0o600)
     env = flags(cache__remote=f"{redis_url}/0", cache__remote_secret=f"file:{secret}")
     machine(tmp_path / "a", graph="scaled:9", env=env)
     assert machine(tmp_path / "b", graph="scaled:9", env=env)["outcomes"] == ["hit"]

@@ -9,19 +9,10 @@ import pytest
 pytest.importorskip("pytensor", reason="needs opweave[pytensor] (Python >= 3.12)")
 pm = pytest.importorskip("pymc", reason="needs PyMC (.ci/run installs it with the extra)")
 
+from support.pymc_models import eight_schools  # noqa: E402
+
 import opweave.pytensor  # noqa: E402, F401
 from opweave import _core  # noqa: E402
-
-
-def eight_schools() -> object:
-    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
-    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0, 5)
-        tau = pm.HalfCauchy("tau", 5)
-        theta = pm.Normal("theta", mu, tau, shape=8)
-        pm.Normal("obs", theta, sigma, observed=y)
-    return model
 
 
 def test_log_density_and_gradient_match_pytensors_c_back_end() -> None:

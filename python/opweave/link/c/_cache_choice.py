@@ -62,6 +62,7 @@ def get_module_cache() -> _core.ModuleCache:
         )
         if not _caches:
             atexit.register(_flush_counters)
+        cache.keep_file_digests()  # the last cache chosen keeps them
         _caches[settings] = cache
     return cache
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
+import stat
 from collections.abc import Sequence
-from pathlib import Path
 
 from opweave.errors import CacheError
 
@@ -84,10 +85,13 @@ def unsign(data: bytes, secret: bytes | Sequence[bytes] | None, purpose: str, na
     )
 
 
+_MAX_SECRET_BYTES = 1 << 16
+
+
 def configured_secret() -> bytes | None:
     """The secret of ``config.cache__remote_secret`` (``file:/path`` reads
-    it from that file, without its surrounding whitespace), or None: the
-    one that signs."""
+    it from that file, without its surrounding whitespace: see
+    :func:`read_secret_file`), or None: the one that signs."""
     from opweave.configparser import config
 
     return _read_secret(config.cache__remote_secret)
@@ -106,12 +110,46 @@ def _read_secret(value: str) -> bytes | None:
     if not value:
         return None
     if value.startswith("file:"):
-        path = Path(value[len("file:") :])
-        try:
-            secret = path.read_bytes().strip()
-        except OSError as error:
-            raise CacheError(f"cannot read the cache secret from {path}: {error}") from None
-        if not secret:
-            raise CacheError(f"the cache secret file {path} is empty")
-        return secret
+        return read_secret_file(value[len("file:") :])
     return value.encode()
+
+
+def read_secret_file(path: str) -> bytes:
+    """The secret held by the file ``path``, without its surrounding
+    whitespace. The file is opened without blocking (a FIFO in its place
+    cannot hang the process) and used only if it is a regular file of this
+    user that nobody else may read or write (mode 0600 or stricter, as ssh
+    wants of a private key): anyone who can read the secret can sign, and
+    anyone who can write it can choose it. CacheError says what is wrong."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as error:
+        raise CacheError(f"cannot read the cache secret from {path}: {error}") from None
+    try:
+        _check_secret_file(path, os.fstat(fd))
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            secret = file.read(_MAX_SECRET_BYTES + 1).strip()
+    finally:
+        os.close(fd)
+    if len(secret) > _MAX_SECRET_BYTES:
+        raise CacheError(f"the cache secret file {path} is larger than 64 KiB")
+    if not secret:
+        raise CacheError(f"the cache secret file {path} is empty")
+    return secret
+
+
+def _check_secret_file(path: str, status: os.stat_result) -> None:
+    """Raises CacheError unless ``status`` is that of a regular file of this
+    user that nobody else may read or write."""
+    if not stat.S_ISREG(status.st_mode):
+        raise CacheError(f"the cache secret {path} is not a regular file")
+    if status.st_uid != os.geteuid():
+        raise CacheError(
+            f"the cache secret {path} belongs to uid {status.st_uid}, not to this user "
+            f"(uid {os.geteuid()}); use a file of your own"
+        )
+    if status.st_mode & 0o077:
+        raise CacheError(
+            f"the cache secret {path} may be read or written by others (mode "
+            f"{stat.S_IMODE(status.st_mode):04o}); make it private: chmod 600 {path}"
+        )

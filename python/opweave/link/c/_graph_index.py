@@ -4,45 +4,42 @@ op for anything.
 Finding a graph's module by its cache key means asking every op for its
 code, and an op's version hook may be slow (PyTensor's CGemv compiles and
 runs a test program in each process). So once a graph is compiled and every
-op in it declares a code version, a record is kept under
-``<cache root>/graphs/<aa>/<name>``. ``name`` is a hash of the stable text
+op in it declares a code version, a record is kept as a record of the
+module cache (``ModuleCache.write_record``, kind ``graphs``: the core reads
+and writes it, with the checks of its own files, and serves it from the
+read-only layers too). Its name is a hash of the stable text
 (:mod:`._stable_text`) of the graph's memo key (:func:`._graph_memo.graph_key`:
 ops and types by class, source files and props, constants by data, the
 wiring and the configuration), of the environment (compiler, Python, NumPy,
-machine flags) and of this format. The record names the module's cache key
-and what the module takes besides its code: its orphans (the graph's
-constants by number, the nodes' params by node, asked again) and the names
-of its blocks for messages.
-
-A record is read only if it is a regular file owned by this user, in
-directories owned by this user, none writable by others (0600 and 0700 are
-what it writes, as the cache does); a record that cannot be trusted, read or
-parsed is ignored (logged at DEBUG: the cache warns about its own root), the
-graph is compiled as usual, and its record written again. The
-module it names is used only once the cache has verified its entry, so a
-changed header still means a rebuild. ``opweave cache prune`` removes the
-records whose module is no longer cached, and ``opweave cache clear`` all of
-them (:func:`sweep`).
+machine flags) and of this format. The record names the module's cache key,
+what the module takes besides its code (its orphans: the graph's constants
+by number, the nodes' params by node, asked again; the names of its blocks
+for messages), and the dependency list of the code (:mod:`._dep_list`): it
+is used only while that list holds here (every Python file, distribution,
+data file, environment variable and value the code came from is as it was),
+so an edit anywhere the code came from means the ops are asked again, never
+a stale module. A record that cannot be read or parsed is ignored (and
+replaced by the next compile of its graph). The module it names is used only
+once the cache has verified its entry, so a changed header still means a
+rebuild. ``opweave cache prune`` removes the records whose module is no
+longer cached, and ``opweave cache clear`` all of them (:func:`sweep`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
-import stat
-import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
+from opweave.errors import OpweaveError
 from opweave.graph.op import op_label
 from opweave.link.c import cmodule
+from opweave.link.c._dep_list import Dependencies
 from opweave.link.c._graph_records import CompiledGraph
 from opweave.link.c._march import march_flags
 from opweave.link.c._node_params import params_value
@@ -51,9 +48,11 @@ from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
 __all__ = ["Record", "index_name", "load", "orphans", "place", "read", "sweep", "write"]
 
 _log = logging.getLogger(__name__)
-_FORMAT = 1
-_MAX_BYTES = 1 << 22
+_FORMAT = 2  # 2: with the dependency list
+_KIND = "graphs"
 _KINDS = ("const", "params")
+
+Place = tuple[_core.ModuleCache, str]  # the cache holding a graph's record, and its name
 
 
 class Record(NamedTuple):
@@ -66,6 +65,7 @@ class Record(NamedTuple):
     block_names: dict[int, str]
     output_blocks: dict[int, int]
     node_blocks: dict[int, int]
+    dependencies: Dependencies
 
 
 def index_name(key: Any, environment: Any) -> str | None:
@@ -83,17 +83,19 @@ def index_name(key: Any, environment: Any) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def place(key: Any) -> tuple[Path, str] | None:
-    """Where the graph of memo key parts ``key`` (MemoKey.parts) is filed: the root of the cache
-    modules are built in, and its name there; None when the cache cannot be
-    written or the key has no stable text."""
-    root = cmodule.writable_cache_root()
-    if root is None:
+def place(key: Any) -> Place | None:
+    """Where the graph of memo key parts ``key`` (MemoKey.parts) is filed:
+    the cache modules are built in (whose read-only layers are read too),
+    and its name there; None when there is no usable cache or the key has
+    no stable text."""
+    try:
+        cache = cmodule.get_module_cache()
+    except OpweaveError:
         return None
     compiler = cmodule.get_compiler()
     environment = (cmodule.environment_fingerprint(compiler), tuple(march_flags(compiler)))
     name = index_name(key, environment)
-    return None if name is None else (root, name)
+    return None if name is None else (cache, name)
 
 
 def orphans(record: Record, constants: list[Any], nodes: Sequence[Any]) -> list[Any] | None:
@@ -116,15 +118,23 @@ def orphans(record: Record, constants: list[Any], nodes: Sequence[Any]) -> list[
 
 
 def load(
-    place: tuple[Path, str], constants: list[Any], nodes: Sequence[Any], start: float
-) -> tuple[CompiledGraph, cmodule.CompiledModule] | None:
-    """The graph filed at ``place`` and its module, with no op asked for
-    code: its orphans from the graph's ``constants`` and ``nodes`` (in the
-    order they run); None when it has no valid record. ``start``: when the
-    lookup began (its seconds)."""
+    place: Place, constants: list[Any], nodes: Sequence[Any], start: float
+) -> tuple[CompiledGraph, cmodule.CompiledModule, Dependencies] | None:
+    """The graph filed at ``place``, its module and the dependency list of
+    its code (watched here from now on), with no op asked for code: its
+    orphans from the graph's ``constants`` (as its memo key numbers them)
+    and its ``nodes`` (in the order they run); None when it has no valid
+    record, or the record's dependency list does not hold here. ``start``:
+    when the lookup began (its seconds)."""
     record = read(place)
-    found = None if record is None else orphans(record, constants, nodes)
-    if record is None or found is None:
+    if record is None:
+        return None
+    why = record.dependencies.check_fresh()
+    if why:
+        _log.debug("graph record %s is not used: %s", place[1], why)
+        return None
+    found = orphans(record, constants, nodes)
+    if found is None:
         return None
     compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
     if compiled is None:
@@ -146,12 +156,15 @@ def load(
         seconds,
         node_blocks=record.node_blocks,
     )
-    return graph, compiled
+    return graph, compiled, record.dependencies.watch_here()
 
 
-def _record(compiled: Any, module_key: str, constants: list[Any]) -> Record | None:
+def _record(
+    compiled: Any, module_key: str, constants: list[Any], dependencies: Dependencies
+) -> Record | None:
     """The record of ``compiled`` (a CompiledGraph), whose memo key numbers
-    ``constants``; None when an orphan is a constant the key does not number."""
+    ``constants`` and whose code came from ``dependencies``; None when an
+    orphan is a constant the key does not number."""
     numbers = {id(v): n for n, v in enumerate(constants)}
     found = []
     for kind, where in compiled.orphan_sources:
@@ -166,39 +179,19 @@ def _record(compiled: Any, module_key: str, constants: list[Any]) -> Record | No
         dict(compiled.block_names),
         dict(compiled.output_blocks),
         dict(compiled.node_blocks or {}),
+        dependencies,
     )
 
 
-def _path(place: tuple[Path, str]) -> Path:
-    root, name = place
-    return Path(root) / "graphs" / name[:2] / name
-
-
-def _trusted(status: os.stat_result) -> bool:
-    return status.st_uid == os.geteuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-def read(place: tuple[Path, str]) -> Record | None:
+def read(place: Place) -> Record | None:
     """The record filed at ``place`` (see :func:`place`), or None (none, or
-    not trusted, or damaged: see the top)."""
-    path = _path(place)
+    damaged: see the top)."""
+    cache, name = place
     try:
-        if not all(_trusted(os.lstat(d)) for d in (path.parent.parent, path.parent)):
-            _log.debug("graph index %s is not private to this user: ignored", path.parent)
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as file:
-        status = os.fstat(file.fileno())
-        if not stat.S_ISREG(status.st_mode) or not _trusted(status):
-            _log.debug("graph record %s is not private to this user: replaced", path)
-            return None
-        data = file.read(_MAX_BYTES + 1)
-    try:
-        return _parse(json.loads(data))
-    except (ValueError, TypeError, KeyError) as error:
-        _log.warning("graph record %s is damaged (%s): ignored", path, error)
+        data = cache.read_record(_KIND, name)
+        return None if data is None else _parse(json.loads(data))
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        _log.warning("graph record %s is damaged (%s): ignored", name, error)
         return None
 
 
@@ -223,85 +216,44 @@ def _parse(found: Any) -> Record:
         numbers("block_names", str),
         numbers("output_blocks", int),
         numbers("node_blocks", int),
+        Dependencies.from_json(found["deps"]),
     )
 
 
-def write(place: tuple[Path, str], compiled: Any, module_key: str, constants: list[Any]) -> None:
+def write(
+    place: Place,
+    compiled: Any,
+    module_key: str,
+    constants: list[Any],
+    dependencies: Dependencies,
+) -> None:
     """Files the record of ``compiled`` (a CompiledGraph whose module's key
-    is ``module_key`` and whose memo key numbers ``constants``) at
-    ``place``, atomically; a cache that cannot be written keeps no record,
-    nor does a graph with a constant orphan its key does not number."""
-    record = _record(compiled, module_key, constants)
-    if record is None:
+    is ``module_key``, whose memo key numbers ``constants`` and whose code
+    came from ``dependencies``) at ``place``; a cache that cannot be written
+    keeps no record, nor does a graph with a constant orphan its key does
+    not number, nor one whose code came from a module with no file."""
+    record = _record(compiled, module_key, constants, dependencies)
+    if record is None or not dependencies.persistent:
         return
-    path = _path(place)
-    name = place[1]
+    cache, name = place
     fields = record._asdict()
     fields["orphans"] = [list(orphan) for orphan in record.orphans]
-    text = json.dumps({"format": _FORMAT, **fields})
-    staging = path.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        for directory in (path.parent.parent, path.parent):
-            _private_dir(directory)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(staging, flags, 0o600)
-        with os.fdopen(fd, "w") as file:
-            os.fchmod(fd, 0o600)  # whatever the umask, as the cache's files
-            file.write(text)
-        os.replace(staging, path)
-    except OSError as error:
-        _log.debug("cannot keep the graph record %s: %s", path, error)
-        with contextlib.suppress(OSError):
-            staging.unlink(missing_ok=True)
+    fields["deps"] = dependencies.to_json()
+    del fields["dependencies"]
+    if not cache.write_record(_KIND, name, json.dumps({"format": _FORMAT, **fields}).encode()):
+        _log.debug("cannot keep the graph record %s in %s", name, cache.root)
 
 
-def _private_dir(directory: Path) -> None:
-    """Creates ``directory`` if needed, private to this user (0700, as the
-    cache's directories, whatever the umask)."""
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(directory, 0o700)
-    status = os.lstat(directory)
-    if stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid():
-        if stat.S_IMODE(status.st_mode) != 0o700:
-            os.chmod(directory, 0o700)
-
-
-def sweep(root: Path, keep: Callable[[str], bool] | None = None) -> int:
-    """Removes the records of the index under the cache root ``root`` whose
-    module key ``keep`` rejects (every record when ``keep`` is None), and
-    whatever else is there but a record that reads; returns how many files
-    went. Only directories private to this user are swept, and no link is
-    followed (``opweave cache clear`` and ``prune``)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+def sweep(cache: _core.ModuleCache, keep: Callable[[str], bool] | None = None) -> int:
+    """Removes the records of the index of ``cache`` whose module key
+    ``keep`` rejects (every record when ``keep`` is None), and those that
+    do not read; returns how many went (``opweave cache clear`` and
+    ``prune``)."""
     removed = 0
-    try:
-        top = os.open(Path(root) / "graphs", flags)
-    except OSError:
-        return 0
-    try:
-        if not _trusted(os.fstat(top)):
-            return 0
-        for shard in os.scandir(top):
-            with contextlib.suppress(OSError):
-                fd = os.open(shard.name, flags, dir_fd=top)
-                try:
-                    if _trusted(os.fstat(fd)):
-                        removed += _sweep_shard(root, fd, keep)
-                finally:
-                    os.close(fd)
-    finally:
-        os.close(top)
-    return removed
-
-
-def _sweep_shard(root: Path, shard: int, keep: Callable[[str], bool] | None) -> int:
-    removed = 0
-    for entry in os.scandir(shard):
+    for name in cache.record_names(_KIND):
         if keep is not None:
-            record = read((root, entry.name))
+            record = read((cache, name))
             if record is not None and keep(record.module_key):
                 continue
-        with contextlib.suppress(OSError):
-            os.unlink(entry.name, dir_fd=shard)
-            removed += 1
+        removed += cache.remove_record(_KIND, name)
     return removed

@@ -12,10 +12,11 @@ messages show. Only graphs whose every op declares
 a code version are memoised (:func:`versioned`, asked when a graph is
 remembered, so that a hit asks no op anything): an op without one may change
 its code without saying so. A memoised module is used again only while the
-headers it was compiled with are unchanged (:func:`.cmodule.still_current`:
-a changed header makes it stale, and the graph is compiled again, never
-served stale). The key also names a graph in
-the compile directory's index, for hits in other processes
+dependency list of its code holds (:mod:`._dep_list`: what the ops' code
+read, from other modules, files and the environment, is as it was) and the
+headers it was compiled with are unchanged (:func:`.cmodule.still_current`):
+otherwise the graph is compiled again, never served stale. The key also
+names a graph in the compile directory's index, for hits in other processes
 (:mod:`._graph_index`).
 """
 
@@ -31,8 +32,8 @@ from opweave.link.c.hooks import call_optional_hook, declares_version
 
 __all__ = ["GraphKey", "MemoKey", "forget", "graph_key", "recall", "remember", "versioned"]
 
-# key -> (compiled graph, its CompiledModule); oldest first, bounded.
-_memo: dict[MemoKey, tuple[Any, Any]] = {}
+# key -> (compiled graph, its CompiledModule, its Dependencies); oldest first, bounded.
+_memo: dict[MemoKey, tuple[Any, Any, Any]] = {}
 _MEMO_SIZE = 256
 
 
@@ -127,15 +128,17 @@ def graph_key(
     return GraphKey(key, numbered)
 
 
-def recall(key: MemoKey) -> tuple[Any, Any] | None:
-    """The compiled graph memoised under ``key`` and the CompiledModule it
-    runs (:func:`.cmodule.still_current` says whether it may be used)."""
+def recall(key: MemoKey) -> tuple[Any, Any, Any] | None:
+    """The compiled graph memoised under ``key``, the CompiledModule it runs
+    and the dependency list of its code (whose ``check_here`` and
+    :func:`.cmodule.still_current` say whether it may be used)."""
     return _memo.get(key)
 
 
-def remember(key: MemoKey, compiled: Any, module: Any) -> None:
-    """Memoises ``compiled``, which runs the CompiledModule ``module``."""
-    _memo[key] = (compiled, module)
+def remember(key: MemoKey, compiled: Any, module: Any, dependencies: Any) -> None:
+    """Memoises ``compiled``, which runs the CompiledModule ``module``, and
+    whose code came from ``dependencies``."""
+    _memo[key] = (compiled, module, dependencies)
     if len(_memo) > _MEMO_SIZE:
         del _memo[next(iter(_memo))]
 

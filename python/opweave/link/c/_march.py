@@ -7,6 +7,14 @@ module built for one CPU is never loaded on another, from any cache (local,
 shared, read-only or remote). The expansion runs the compiler once per
 compiler and CPU; it is kept on disk, under the compile directory, and shown
 by ``opweave cache fingerprint``. Another value is passed as ``-march=<value>``.
+
+The expansion is kept as a record of the module cache (``ModuleCache.read_record``:
+verified by the core like the cache's own files, in directories only this
+user can change), never read from a path by this module; when the cache's
+root is refused, it is found again in memory. Every flag must match
+``-m[a-z0-9][a-z0-9._=+-]*``, in a record or from the compiler, so that
+``-include``, ``-B``, ``-fplugin`` or ``-wrapper`` can never come from it: a
+record with another line is ignored (and replaced).
 """
 
 from __future__ import annotations
@@ -21,14 +29,19 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from opweave import _core
 from opweave.configparser import config
 from opweave.errors import OpweaveError
+from opweave.link.c._cache_choice import get_module_cache
 
 __all__ = ["expand_native", "march_flags"]
 
 _log = logging.getLogger(__name__)
 _CPUINFO = "/proc/cpuinfo"
-_MEMO_FORMAT = 2  # a flag per line
+_MEMO_FORMAT = 3  # a flag per line, kept as a cache record
+_RECORD_KIND = "march"
+# What a machine flag looks like; nothing else is ever passed on from a record.
+_MACHINE_FLAG = re.compile(r"-m[a-z0-9][a-z0-9._=+-]*")
 
 
 def march_flags(compiler: Any) -> list[str]:
@@ -55,25 +68,46 @@ def _cpu_signature() -> str:
 
 @functools.cache
 def expand_native(cxx: str, compiler_material: str) -> tuple[str, ...]:
-    """``-march=native`` as the explicit flags ``cxx`` picks for this CPU,
-    read from the disk memo (a flag per line: reading it is a split, where
-    shlex took 2 ms), or found by running the compiler once."""
+    """``-march=native`` as the explicit flags ``cxx`` picks for this CPU:
+    from the cache's record of them (a flag per line: reading it is a
+    split, where shlex took 2 ms), or found by running the compiler once."""
     named = f"{_MEMO_FORMAT}\n{compiler_material}\n{_cpu_signature()}"
     name = hashlib.sha256(named.encode()).hexdigest()[:32]
-    memo = Path(config.compiledir) / "march" / name
+    cache = _writable_cache()
+    if cache is not None:
+        kept = _machine_flags(cache.read_record(_RECORD_KIND, name))
+        if kept is not None:
+            return kept
+    flags = tuple(_ask_compiler(cxx))
+    if cache is not None and not cache.write_record(
+        _RECORD_KIND, name, "".join(f"{flag}\n" for flag in flags).encode()
+    ):
+        _log.debug("cannot keep the -march=native flags in %s", cache.root)
+    return flags
+
+
+def _writable_cache() -> _core.ModuleCache | None:
+    """The cache modules are built in, or None when its root is refused."""
     try:
-        return tuple(memo.read_text().splitlines())
-    except OSError:
-        pass
-    flags = _ask_compiler(cxx)
+        return get_module_cache()
+    except OpweaveError as error:
+        _log.debug("-march=native is expanded in memory: %s", error)
+        return None
+
+
+def _machine_flags(data: bytes | None) -> tuple[str, ...] | None:
+    """The flags of a record, or None when there is none or a line of it
+    is not a machine flag (then the record is found again)."""
+    if data is None:
+        return None
     try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        staging = memo.with_name(f"{name}.{os.getpid()}.tmp")
-        staging.write_text("".join(f"{flag}\n" for flag in flags))
-        os.replace(staging, memo)
-    except OSError as error:  # a read-only compile dir: found again next time
-        _log.debug("cannot keep the -march=native flags in %s: %s", memo, error)
-    return tuple(flags)
+        flags = tuple(data.decode("ascii").splitlines())
+    except UnicodeDecodeError:
+        flags = ("",)
+    if not flags or not all(_MACHINE_FLAG.fullmatch(flag) for flag in flags):
+        _log.warning("ignoring a -march=native record that holds something else than -m flags")
+        return None
+    return flags
 
 
 def _ask_compiler(cxx: str) -> list[str]:
@@ -89,9 +123,10 @@ def _ask_compiler(cxx: str) -> list[str]:
         if "-target-cpu" in words:  # clang: -target-cpu X -target-feature +f ...
             features = [words[k + 1] for k, w in enumerate(words) if w == "-target-feature"]
             cpu = words[words.index("-target-cpu") + 1]
-            return [f"-march={cpu}", *(_clang_feature(f) for f in features if _clang_feature(f))]
+            found = [f"-march={cpu}", *(_clang_feature(f) for f in features)]
+            return [flag for flag in found if _MACHINE_FLAG.fullmatch(flag)]
         if any(w.startswith("-march=") for w in words) and "cc1plus" in line:
-            return [w for w in words if re.match(r"-m(arch|tune|[a-z0-9-]+)=?", w) and w != "-m64"]
+            return [w for w in words if _MACHINE_FLAG.fullmatch(w) and w != "-m64"]
     raise OpweaveError(
         f"cannot expand -march=native with {cxx}: its -v output names no target "
         f"(exit status {done.returncode}): {done.stderr.strip()[-500:]}"

@@ -16,7 +16,11 @@ Keys are memoised per process by the node's *signature*: its op, the types
 of its inputs and outputs, the data of its constants and the configuration.
 Two nodes with equal signatures get the same code from ops whose hooks
 depend only on the node, which PyTensor's contract requires (an op's C code
-is a function of its props and its node).
+is a function of its props and its node), and on what else the hooks read:
+each memoised code carries the dependency list of what its hooks read
+(:mod:`._dep_list`), and is computed again when that no longer holds. A code
+served from the memo inside a recording (a graph's, whose module exports
+it) adds its list to that recording.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph
+from opweave.link.c._dep_collect import collect
+from opweave.link.c._dep_list import Dependencies
+from opweave.link.c._dep_window import include, recording
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
 
 __all__ = [
@@ -64,6 +71,8 @@ class NodeCode(NamedTuple):
     export: dict[str, Any]  # the graph's parts, for a module's exports (see with_exports)
     job: tuple[Any, ...]  # the compile job, as compared with a module's (job_signature)
     node_block: int  # the run block id of the node in its graph (the rest are its inputs')
+    # What its hooks read (set when it is memoised; None: not memoised).
+    dependencies: Dependencies | None = None
 
 
 # Node codes by signature, oldest first; at most _MEMO_SIZE of them (each
@@ -172,18 +181,29 @@ def node_code(
     compute: Callable[[Apply, Collection[int]], NodeCode],
     given: Collection[int] = (),
 ) -> NodeCode:
-    """The code of ``node``: from the memo, or ``compute(node, given)``
-    (which raises MissingCCode for a node without C code). ``given``: the
-    ids of constants the graph takes as inputs (their values are passed)."""
+    """The code of ``node``: from the memo while the dependency list of its
+    hooks holds, or ``compute(node, given)`` (which raises MissingCCode for
+    a node without C code). ``given``: the ids of constants the graph takes
+    as inputs (their values are passed)."""
     given = {id(v) for v in node.inputs if id(v) in given}
     key = signature(node, memo_snapshot(), given)
     if key is None:
         return compute(node, given)
     found = _memo.get(key)
-    if found is None:
-        found = _memo[key] = compute(node, given)
-        if len(_memo) > _MEMO_SIZE:
-            del _memo[next(iter(_memo))]
+    if found is not None and found.dependencies is not None:
+        if not found.dependencies.check_here():
+            include(found.dependencies)
+            return found
+        del _memo[key]
+    with recording() as seen:
+        found = compute(node, given)
+    classes = {type(node.op), *(type(v.type) for v in [*node.inputs, *node.outputs])}
+    dependencies = collect(seen, classes)
+    if dependencies is None:
+        return found
+    found = _memo[key] = found._replace(dependencies=dependencies)
+    if len(_memo) > _MEMO_SIZE:
+        del _memo[next(iter(_memo))]
     return found
 
 

@@ -29,12 +29,19 @@ an entry too large, or an entry that does not verify, is logged (one WARNING
 per process for the server, one per refused entry) and the module is
 compiled locally. After a connection failure or a timeout the remote is not
 asked again for a minute. The URL's password is never shown (:func:`shown_url`).
+
+Processes: a forked child (PyMC's workers, ``multiprocessing``) never uses
+its parent's connection, whose requests and answers would interleave with
+the parent's: it drops its copies of the clients (closing its descriptor
+of each socket, which leaves the parent's connection open) and connects
+anew when it needs the server.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 from urllib.parse import unquote, urlsplit
 
@@ -53,6 +60,16 @@ _RETRY_SECONDS = 60.0
 _clients: dict[tuple[str, float, int], _resp.RespClient] = {}
 _state = {"down_until": 0.0}
 _warned: set[str] = set()  # the kinds of once-per-process warnings given
+
+
+def _drop_clients_after_fork() -> None:
+    """In a forked child: forgets the parent's connections (see the top)."""
+    for client in _clients.values():
+        client.close()
+    _clients.clear()
+
+
+os.register_at_fork(after_in_child=_drop_clients_after_fork)
 
 
 def remote_name(key: str) -> str:
@@ -179,7 +196,9 @@ class RedisStorage(_core.RemoteStorage):
         if data is None:
             return None
         signed = _entry_pack.is_signed(data)
-        if not signed and secrets:
+        if not signed and config.cache__remote_trust_unsigned:
+            return data  # the user's explicit choice, warned about once
+        if not signed:
             _warn_once(
                 "unsigned",
                 f"refusing unsigned entries of the remote cache {shown_url()} (first: "
@@ -189,11 +208,8 @@ class RedisStorage(_core.RemoteStorage):
                 "same cache__remote_secret on every machine that stores entries",
             )
             return None
-        checked = secrets
-        if not signed and config.cache__remote_trust_unsigned:
-            checked = ()  # the user's explicit choice, warned about once
         try:
-            return _entry_pack.unsign(data, checked, _PURPOSE, key)
+            return _entry_pack.unsign(data, secrets, _PURPOSE, key)
         except CacheError as error:
             _log.warning("refused the remote cache's entry %s: %s", key[:16], _scrub(str(error)))
             return None

@@ -8,6 +8,7 @@ compiles it through the module cache (or finds it there) and returns a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Collection, Sequence
@@ -17,11 +18,13 @@ from opweave import _core
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply, graph_variables, is_constant
 from opweave.graph.fg import FunctionGraph
-from opweave.link.c import _graph_index, _graph_memo, cmodule
+from opweave.link.c import cmodule
 from opweave.link.c._compile_errors import explained, first_error
 from opweave.link.c._compile_job import chosen_compiler, compile_job, key_extra
+from opweave.link.c._dep_window import Recording, paused
 from opweave.link.c._export import node_block
 from opweave.link.c._export_lookup import remember_exports
+from opweave.link.c._graph_lookup import compiled_graph
 from opweave.link.c._graph_records import CompiledGraph
 from opweave.link.c._node_keys import (
     NodeCode,
@@ -185,37 +188,10 @@ class CLinker(Linker):
         A large graph is compiled as several units (see
         ``config.cmodule__unit_threshold``); if they fail to compile or
         link, the graph is compiled again as one unit, whose errors name the
-        node, hook and line."""
-        start = time.perf_counter()
-        memo = _graph_memo.graph_key(
-            self.bound_graph(),
-            self.order(),
-            {id(v) for v in self.no_recycling},
-            self.numbers,
-            self.export_nodes,
-        )
-        if memo is None:
-            return self._compile(start)[0]
-        found = _graph_memo.recall(memo.key)
-        if found is not None:
-            if cmodule.still_current(found[1]):
-                seconds = {"lookup": time.perf_counter() - start}
-                return found[0]._replace(outcome="hit", seconds=seconds)
-            _graph_memo.forget(memo.key)
-        place = _graph_index.place(memo.key.parts)
-        indexed = (
-            None if place is None else _graph_index.load(place, memo.constants, self.order(), start)
-        )
-        if indexed is not None:
-            compiled_graph, module = indexed
-        else:
-            compiled_graph, module = self._compile(start)
-            if not _graph_memo.versioned(self.order()):
-                return compiled_graph
-            if place is not None:
-                _graph_index.write(place, compiled_graph, module.key, memo.constants)
-        _graph_memo.remember(memo.key, compiled_graph, module)
-        return compiled_graph
+        node, hook and line. A graph compiled before, in this process or
+        (through the graph index) in another, is found without asking its
+        ops for code while the dependency list of that code holds."""
+        return compiled_graph(self, self._compile)
 
     def _planned(self) -> tuple[Any, GraphSpec, _core.CompileJob, bool]:
         """The compiler, the graph's spec (with its nodes' exports when the
@@ -229,19 +205,27 @@ class CLinker(Linker):
             graph = self._with_exports(graph, job)
         return compiler, graph, job, own
 
-    def _compile(self, start: float) -> tuple[CompiledGraph, cmodule.CompiledModule]:
-        """compile() past its memo: the graph and its module."""
+    def _compile(
+        self, start: float, seen: Recording | None = None
+    ) -> tuple[CompiledGraph, cmodule.CompiledModule, list[Any]]:
+        """compile() past its memo: the graph, its module, and the ops and
+        types that wrote its code. With ``seen``, the recording open around
+        this call: it is paused while the module is compiled and loaded, so
+        that it holds what the ops' and types' hooks read, not what the
+        build does."""
         compiler, graph, job, own = self._planned()
         hooks = time.perf_counter()
+        request = self._request(graph, graph.spec, job, compiler, own)
         whole_because = ""
-        try:
-            compiled, assembly = self._load(graph, graph.spec, job, compiler, own)
-        except CompileError as error:
-            if graph.whole is None:
-                raise
-            whole_because = f"its units did not compile or link: {first_error(error)}"
-            _log.info("%s is compiled as one unit: %s", self.label(), whole_because)
-            compiled, assembly = self._load(graph, graph.whole, job, compiler, own)
+        with paused() if seen is not None else contextlib.nullcontext():
+            try:
+                compiled, assembly = self._load(graph, graph.spec, job, compiler, own, request)
+            except CompileError as error:
+                if graph.whole is None:
+                    raise
+                whole_because = f"its units did not compile or link: {first_error(error)}"
+                _log.info("%s is compiled as one unit: %s", self.label(), whole_because)
+                compiled, assembly = self._load(graph, graph.whole, job, compiler, own)
         seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
         compiled_graph = CompiledGraph(
             compiled.module,
@@ -257,7 +241,7 @@ class CLinker(Linker):
             node_blocks=graph.node_blocks,
             orphan_sources=graph.orphan_sources,
         )
-        return compiled_graph, compiled
+        return compiled_graph, compiled, graph.objects
 
     def _is_own_node_graph(self) -> bool:
         """Whether the bound graph is the graph of its one node's code (see
@@ -299,9 +283,11 @@ class CLinker(Linker):
         job: _core.CompileJob,
         compiler: Any,
         own: bool = False,
-    ) -> tuple[_core.ModuleRequest, _core.AssembledModule]:
-        """The request of the module of ``spec`` (one of ``graph``'s), and
-        its assembly; ``own``: the graph is its one node's code."""
+    ) -> tuple[_core.ModuleRequest, _core.AssembledModule, float]:
+        """The request of the module of ``spec`` (one of ``graph``'s), its
+        assembly, and the seconds they took; ``own``: the graph is its one
+        node's code."""
+        start = time.perf_counter()
         assembled = _core.assemble_module(spec)
         request = cmodule.module_request(
             assembled.text,
@@ -318,7 +304,7 @@ class CLinker(Linker):
             parts: list[_core.ModuleSpec | _core.UnitSpec] = [spec, *spec.units]
             shared = (text for part in parts for text, _ in part.support_code)
             request.shared_code = list(dict.fromkeys(shared))
-        return request, assembled
+        return request, assembled, time.perf_counter() - start
 
     def _load(
         self,
@@ -327,14 +313,15 @@ class CLinker(Linker):
         job: _core.CompileJob,
         compiler: Any,
         own: bool = False,
+        request: tuple[_core.ModuleRequest, _core.AssembledModule, float] | None = None,
     ) -> tuple[cmodule.CompiledModule, float]:
         """The module of ``spec``, and the seconds its assembly took;
-        ``own``: the graph is its one node's code (_is_own_node_graph)."""
-        start = time.perf_counter()
-        request, assembled = self._request(graph, spec, job, compiler, own)
-        assembly = time.perf_counter() - start
+        ``own``: the graph is its one node's code (_is_own_node_graph);
+        ``request``: the request of ``spec``, when it is made already
+        (:meth:`_request`)."""
+        made, assembled, assembly = request or self._request(graph, spec, job, compiler, own)
         try:
-            compiled = cmodule.load_module(request, _core.GRAPH_MODULE_NAME, compiler)
+            compiled = cmodule.load_module(made, _core.GRAPH_MODULE_NAME, compiler)
             remember_exports(compiled)
             return compiled, assembly
         except CompileError as error:

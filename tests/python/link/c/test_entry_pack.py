@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.graph_worker import HeaderValue, Scaled
+from support.remote_entries import pack_of
 
 import opweave
 from opweave import _core
@@ -31,12 +32,6 @@ def built_entry(op: object) -> _core.Entry:
     entry = cmodule.get_module_cache().lookup(module.key)
     assert entry is not None
     return entry
-
-
-def pack_of(entry: _core.Entry) -> bytes:
-    pack = cmodule.get_module_cache().export_entry(entry.key)
-    assert pack is not None
-    return pack
 
 
 def test_a_packed_entry_is_adopted_by_another_cache_and_loads(
@@ -103,6 +98,7 @@ def test_signatures_bind_the_bytes_the_purpose_and_the_name() -> None:
 def test_the_secret_can_come_from_a_file(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
     secret.write_text("  from-file \n")
+    secret.chmod(0o600)
     with opweave.config.change_flags(cache__remote_secret=f"file:{secret}"):
         assert _entry_pack.configured_secret() == b"from-file"
     with opweave.config.change_flags(cache__remote_secret=f"file:{tmp_path / 'none'}"):
@@ -110,6 +106,42 @@ def test_the_secret_can_come_from_a_file(tmp_path: Path) -> None:
             _entry_pack.configured_secret()
     with opweave.config.change_flags(cache__remote_secret="plain"):
         assert _entry_pack.configured_secret() == b"plain"
+
+
+def test_a_secret_file_others_can_read_or_write_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    for mode in (0o644, 0o640, 0o620, 0o602, 0o666):
+        secret.chmod(mode)
+        with pytest.raises(CacheError, match=f"mode {mode:04o}.*chmod 600"):
+            _entry_pack.read_secret_file(str(secret))
+    secret.chmod(0o400)
+    assert _entry_pack.read_secret_file(str(secret)) == b"s3cret"
+    link = tmp_path / "link"  # a link to a private file (as secret mounts are) is followed
+    link.symlink_to(secret)
+    assert _entry_pack.read_secret_file(str(link)) == b"s3cret"
+
+
+def test_a_fifo_or_a_directory_in_place_of_the_secret_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)  # nobody writes to it: a blocking open would hang
+    start = time.monotonic()
+    with pytest.raises(CacheError, match="not a regular file"):
+        _entry_pack.read_secret_file(str(fifo))
+    assert time.monotonic() - start < 5
+    with pytest.raises(CacheError, match=r"not a regular file|cannot read"):
+        _entry_pack.read_secret_file(str(tmp_path))
+
+
+def test_a_secret_file_of_another_user_is_refused(
+    tmp_path: Path, as_root: None, other_user: tuple[int, int]
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("theirs\n")
+    secret.chmod(0o600)
+    os.chown(secret, *other_user)
+    with pytest.raises(CacheError, match=f"belongs to uid {other_user[0]}"):
+        _entry_pack.read_secret_file(str(secret))
 
 
 def test_keys_do_not_depend_on_the_launcher_or_the_python_include_path(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """cmodule__march (link/c/_march.py): 'native' becomes explicit machine flags,
-found once per compiler and CPU and kept on disk; the flags are part of every
-module's compile job and so of its cache key."""
+found once per compiler and CPU and kept as a record of the module cache
+(never read from a path by Python, never from a root the core refuses, and
+never anything but -m flags); the flags are part of every module's compile
+job and so of its cache key."""
 
 from __future__ import annotations
 
@@ -27,22 +29,56 @@ def test_unset_gives_no_flags_and_a_name_gives_march() -> None:
         assert _march.march_flags(compiler) == ["-march=x86-64-v2"]
 
 
-def test_native_is_expanded_once_and_kept_on_disk() -> None:
+def test_native_is_expanded_once_and_kept_as_a_record() -> None:
     compiler = cmodule.get_compiler()
+    cache = cmodule.get_module_cache()
     _march.expand_native.cache_clear()
     with config.change_flags(cmodule__march="native"):
         flags = _march.march_flags(compiler)
         assert flags[0].startswith("-march=") and flags[0] != "-march=native"
         assert len(flags) > 1  # the feature flags that go with the CPU
-        [memo] = (Path(config.compiledir) / "march").iterdir()
-        assert memo.read_text().splitlines() == flags
-        memo.write_text("-march=from-the-disk-memo")
+        [name] = cache.record_names("march")
+        assert cache.read_record("march", name).decode().splitlines() == flags
+        cache.write_record("march", name, b"-march=from-the-record\n-mavx2\n")
         _march.expand_native.cache_clear()
         try:
-            assert _march.march_flags(compiler) == ["-march=from-the-disk-memo"]
+            assert _march.march_flags(compiler) == ["-march=from-the-record", "-mavx2"]
         finally:
             _march.expand_native.cache_clear()
-            memo.unlink()
+            cache.remove_record("march", name)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "-include/tmp/their.h",
+        "-march=x86-64\n-include/tmp/their.h",
+        "-B/tmp/their/bin",
+        "-fplugin=/tmp/their.so",
+        "-wrapper /tmp/their,sh",
+        "-march=x86-64 -include/tmp/their.h",
+        "",
+    ],
+)
+def test_a_record_with_anything_but_machine_flags_is_ignored(planted: str) -> None:
+    compiler = cmodule.get_compiler()
+    cache = cmodule.get_module_cache()
+    _march.expand_native.cache_clear()
+    with config.change_flags(cmodule__march="native"):
+        real = _march.march_flags(compiler)
+        [name] = cache.record_names("march")
+        cache.write_record("march", name, planted.encode())
+        _march.expand_native.cache_clear()
+        try:
+            assert _march.march_flags(compiler) == real
+            assert cache.read_record("march", name).decode().splitlines() == real  # replaced
+        finally:
+            _march.expand_native.cache_clear()
+
+
+def test_every_flag_from_the_compiler_is_a_machine_flag() -> None:
+    flags = _march._ask_compiler(cmodule.get_compiler().identity["path"])
+    assert flags and all(_march._MACHINE_FLAG.fullmatch(flag) for flag in flags)
 
 
 @pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")

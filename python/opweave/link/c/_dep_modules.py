@@ -1,0 +1,164 @@
+"""The loaded modules, as dependency lists see them: each module's file and
+kind, the distributions they come from, and the records of their files.
+
+A module is ``"user"`` (a file that no installed distribution provides: the
+user's code, an editable install), ``"dist"`` (provided by one, see
+:mod:`._dists`), ``"stdlib"`` (Python's own) or ``"none"`` (no file: built in,
+frozen, ``python -c``'s ``__main__``). opweave's own modules are marked, so
+that their globals (the library's own state) are not read as inputs.
+
+A Python file is recorded once per process (its size, times and SHA-256,
+:func:`opweave._core.record_files`): the code a process runs is what the
+file held when it was imported, however the file changes later. A file
+changed since its module began to be imported may not be that code, so it
+is recorded without a hash, which no check matches: a dependency list
+naming it is never reused, and the graph is asked for its code again. When
+a module began to be imported is bounded from below by the moment opweave
+was first imported (:mod:`opweave._import_time`), for the modules that were
+not in ``sys.modules`` then, and by the start of the process for the others.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import sys
+import time
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from opweave import _core, _import_time
+from opweave._namedtuple import NamedTuple
+from opweave.link.c._dists import Dist, distribution_of, is_stdlib
+
+__all__ = [
+    "ModuleInfo",
+    "file_records",
+    "loaded_modules",
+    "module_info",
+    "module_of_file",
+    "origin_of",
+]
+
+
+class ModuleInfo(NamedTuple):
+    """A loaded module as dependency lists see it (see the top)."""
+
+    name: str
+    file: str  # "" for kind "none"
+    kind: str  # "user", "dist", "stdlib" or "none"
+    dist: Dist | None
+    own: bool  # one of opweave's
+
+
+_infos: dict[str, tuple[ModuleType, ModuleInfo]] = {}  # name -> (the module, its info)
+_by_file: dict[str, str] = {}  # a module's file -> its name
+_seen = {"count": -1}
+_records: dict[str, Any] = {}  # file -> its HeaderRecord, once per process
+_started: list[int] = []  # when this process started, in ns since the epoch
+
+
+def module_info(name: str, module: ModuleType) -> ModuleInfo:
+    """What ``module`` (named ``name`` in sys.modules) is (see the top)."""
+    found = _infos.get(name)
+    if found is not None and found[0] is module:
+        return found[1]
+    path = getattr(module, "__file__", None)
+    own = name == "opweave" or name.startswith("opweave.")
+    if not isinstance(path, str) or not os.path.isabs(path):
+        info = ModuleInfo(name, "", "none", None, own)
+    elif is_stdlib(module):
+        info = ModuleInfo(name, path, "stdlib", None, own)
+    else:
+        dist = distribution_of(path)
+        info = ModuleInfo(name, path, "user" if dist is None else "dist", dist, own)
+    _infos[name] = (module, info)
+    if info.file:
+        _by_file[info.file] = name
+    return info
+
+
+def loaded_modules() -> list[ModuleInfo]:
+    """Every module in sys.modules, as :func:`module_info` sees it."""
+    return [module_info(name, module) for name, module in list(sys.modules.items())]
+
+
+def module_of_file(path: str) -> str | None:
+    """The name of the loaded module whose file is ``path``, or None."""
+    if len(sys.modules) != _seen["count"]:
+        loaded_modules()
+        _seen["count"] = len(sys.modules)
+    return _by_file.get(path)
+
+
+def origin_of(name: str) -> str | None:
+    """The file this process runs for the module ``name``: its ``__file__``
+    when it is loaded, else where the import system would find it (no
+    code runs: its parents are found, not imported); None when it cannot
+    be found."""
+    spec = _find(name)
+    return None if spec is None else spec[0]
+
+
+def _find(name: str) -> tuple[str | None, list[str] | None] | None:
+    """(file, submodule search path) of the module ``name``, or None."""
+    module = sys.modules.get(name)
+    if module is not None:
+        search = getattr(module, "__path__", None)
+        return getattr(module, "__file__", None), None if search is None else list(search)
+    parent, _, _ = name.rpartition(".")
+    path = None
+    if parent:
+        found = _find(parent)
+        if found is None or found[1] is None:
+            return None
+        path = found[1]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+    except Exception:  # a finder of a namespace package whose parent is not loaded
+        return None
+    if spec is None:
+        return None
+    search = spec.submodule_search_locations
+    return spec.origin, None if search is None else list(search)
+
+
+def started_ns() -> int:
+    """When this process started, in ns since the epoch, on the
+    filesystem's clock, no later than it did: from /proc/self/stat (rounded
+    down to the clock tick, less a tick of the filesystem's clock, whose
+    times lag), else the moment opweave was first imported."""
+    if not _started:
+        try:
+            with open("/proc/self/stat") as stat:
+                ticks = int(stat.read().rpartition(")")[2].split()[19])
+            boot = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(
+                time.CLOCK_BOOTTIME
+            )
+            lag = int(time.clock_getres(_import_time.CLOCK_REALTIME_COARSE) * 1e9)
+            found = boot + ticks * (10**9 // os.sysconf("SC_CLK_TCK")) - lag
+            _started.append(min(found, _import_time.NS))
+        except (OSError, ValueError, IndexError, AttributeError):
+            _started.append(_import_time.NS)
+    return _started[0]
+
+
+def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) -> dict[str, Any]:
+    """The HeaderRecord of the file of each of ``modules`` ((name, file)),
+    as of when the module began to be imported, and of each of ``files``
+    (distributions' RECORDs), as of the process's start; each recorded once
+    per process (see the top)."""
+    since: dict[str, int] = {}
+    for name, path in modules:
+        since.setdefault(path, started_ns() if name in _import_time.BEFORE else _import_time.NS)
+    for path in files:
+        since.setdefault(path, started_ns())
+    missing: dict[int, list[str]] = {}
+    for path, when in since.items():
+        if path not in _records:
+            missing.setdefault(when, []).append(path)
+    for when, paths in missing.items():
+        for record in _core.record_files(paths, when):
+            _records[record.path] = record
+    return {path: _records[path] for path in since}
