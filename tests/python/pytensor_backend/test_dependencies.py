@@ -16,7 +16,7 @@ pytest.importorskip("pytensor", reason="needs opweave[pytensor] (Python >= 3.12)
 
 pytestmark = pytest.mark.slow  # processes that compile
 
-OPS = '''
+OPS = """
 import os
 
 import helper
@@ -49,7 +49,7 @@ class Scale(COp):
                 return data.read().strip()
         return os.environ.get("OPWEAVE_TEST_FACTOR", "2.0")
 
-'''
+"""
 
 
 RUN = """

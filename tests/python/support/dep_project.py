@@ -38,7 +38,7 @@ C_CODE = '''
         """
 '''
 
-OPS = '''
+OPS = """
 import os
 
 import helper
@@ -84,7 +84,7 @@ class Scale(COp):
             return repr(type(self).class_factor)
         raise ValueError(source)
 
-'''
+"""
 
 
 WORKER = '''
