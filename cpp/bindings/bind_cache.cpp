@@ -163,13 +163,6 @@ void init_records(py::module_& m) {
         .def_readonly("sha256", &EntryFile::sha256);
     py::class_<HeaderRecord>(m, "HeaderRecord",
                              "A header a build read, as recorded after the compile.")
-        .def(py::init([](std::string path, std::uint64_t size, std::int64_t mtime_ns,
-                         std::int64_t ctime_ns, std::string sha256) {
-                 return HeaderRecord{std::move(path), size, mtime_ns, ctime_ns,
-                                     std::move(sha256)};
-             }),
-             py::kw_only(), py::arg("path"), py::arg("size"), py::arg("mtime_ns"),
-             py::arg("ctime_ns"), py::arg("sha256"))
         .def_property_readonly("path", [](const HeaderRecord& r) { return text(r.path); })
         .def_readonly("size", &HeaderRecord::size)
         .def_readonly("mtime_ns", &HeaderRecord::mtime_ns)

@@ -30,11 +30,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "bindings/bindings.hpp"
+#include "opweave/hash.hpp"
 #include "opweave/module_cache.hpp"
 
 namespace py = pybind11;
@@ -42,6 +44,9 @@ namespace py = pybind11;
 namespace opweave::bindings {
 
 namespace {
+
+// A file as record_files gives it: (path, size, mtime_ns, ctime_ns, sha256).
+using FileTuple = std::tuple<std::string, std::uint64_t, std::int64_t, std::int64_t, std::string>;
 
 // --- watches (the state they share) ---------------------------------------
 
@@ -559,6 +564,23 @@ py::tuple take_values(const py::handle& space, const py::set& names) {
     return py::make_tuple(keys, values);
 }
 
+// The objects `names` hold in `space`; None when one is missing.
+py::object values_of(const py::handle& space, const py::tuple& names) {
+    PyObject* dict = namespace_dict(space);
+    py::tuple values(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        PyObject* value = PyDict_GetItemWithError(dict, names[i].ptr());
+        if (value == nullptr) {
+            if (PyErr_Occurred()) {
+                throw py::error_already_set();
+            }
+            return py::none();
+        }
+        values[i] = py::reinterpret_borrow<py::object>(value);
+    }
+    return std::move(values);
+}
+
 // Whether `names` of `space` still hold the very objects `values`.
 bool same_values(const py::handle& space, const py::tuple& names, const py::tuple& values) {
     PyObject* dict = namespace_dict(space);
@@ -575,12 +597,142 @@ bool same_values(const py::handle& space, const py::tuple& names, const py::tupl
     return true;
 }
 
+// --- digests of namespaces (python/opweave/link/c/_dep_digest.py) ---------
+
+constexpr int k_max_text_depth = 4;
+constexpr Py_ssize_t k_max_text_items = 256;
+
+// The attribute `name` of `object` as text, "" when it has none.
+std::string attribute_text(PyObject* object, const char* name) {
+    PyObject* found = PyObject_GetAttrString(object, name);
+    if (found == nullptr) {
+        PyErr_Clear();
+        return {};
+    }
+    const char* text = PyUnicode_Check(found) ? PyUnicode_AsUTF8(found) : nullptr;
+    std::string out = text != nullptr ? text : "";
+    if (text == nullptr) {
+        PyErr_Clear();
+    }
+    Py_DECREF(found);
+    return out;
+}
+
+std::string repr_text(PyObject* value) {
+    PyObject* repr = PyObject_Repr(value);
+    if (repr == nullptr) {
+        throw py::error_already_set();
+    }
+    const char* text = PyUnicode_AsUTF8(repr);
+    std::string out = text != nullptr ? text : "";
+    Py_DECREF(repr);
+    if (text == nullptr) {
+        throw py::error_already_set();
+    }
+    return out;
+}
+
+// The text of a value (see _dep_digest.py); `other` gives the text of the
+// values it does not know (NumPy's, enum members, other objects).
+std::string value_text(PyObject* value, int depth, const py::handle& other) {
+    const bool plain = value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) ||
+                       PyFloat_CheckExact(value) || PyComplex_CheckExact(value) ||
+                       PyUnicode_CheckExact(value) || PyBytes_CheckExact(value);
+    if (plain) {
+        return std::string(Py_TYPE(value)->tp_name) + ":" + repr_text(value);
+    }
+    const bool sequence = PyTuple_CheckExact(value) || PyFrozenSet_CheckExact(value);
+    if (sequence && depth < k_max_text_depth && PyObject_Size(value) <= k_max_text_items) {
+        std::vector<std::string> items;
+        const py::object iterator = py::reinterpret_steal<py::object>(PyObject_GetIter(value));
+        if (!iterator) {
+            throw py::error_already_set();
+        }
+        while (PyObject* item = PyIter_Next(iterator.ptr())) {
+            items.push_back(value_text(item, depth + 1, other));
+            Py_DECREF(item);
+        }
+        if (PyErr_Occurred()) {
+            throw py::error_already_set();
+        }
+        if (PyFrozenSet_CheckExact(value)) {
+            std::sort(items.begin(), items.end());
+        }
+        std::string out = std::string(Py_TYPE(value)->tp_name) + "(";
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            out += (i > 0 ? "," : "") + items[i];
+        }
+        return out + ")";
+    }
+    if (PyFunction_Check(value) || PyCFunction_Check(value) || PyType_Check(value) ||
+        PyModule_Check(value)) {
+        std::string name = attribute_text(value, "__qualname__");
+        if (name.empty()) {
+            name = attribute_text(value, "__name__");
+        }
+        return std::string(Py_TYPE(value)->tp_name) + ":" + attribute_text(value, "__module__") +
+               "." + name;
+    }
+    if (PyMethod_Check(value)) {
+        return "method:" + value_text(PyMethod_GET_FUNCTION(value), depth + 1, other);
+    }
+    const py::object text = other(py::reinterpret_borrow<py::object>(value));
+    return text.cast<std::string>();
+}
+
+// Adds "name=text\n" of one value to `digest` (a missing one: "<missing>").
+void add_value(Sha256& digest, const py::handle& name, PyObject* value, const py::handle& other) {
+    const std::string text = value == nullptr ? "<missing>" : value_text(value, 0, other);
+    digest.update(name.cast<std::string>() + "=" + text + "\n");
+}
+
+// A digest of `values`, the objects `names` hold (see _dep_digest.py).
+std::string values_digest(const py::tuple& names, const py::tuple& values,
+                          const py::handle& other) {
+    if (names.size() != values.size()) {
+        throw py::value_error("as many names as values");
+    }
+    Sha256 digest;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        add_value(digest, names[i], values[i].ptr(), other);
+    }
+    return to_hex(digest.finish()).substr(0, 32);
+}
+
+// The digest of values_digest, of the values `names` hold in `space` now.
+std::string namespace_digest(const py::handle& space, const py::tuple& names,
+                             const py::handle& other) {
+    PyObject* dict = namespace_dict(space);
+    Sha256 digest;
+    for (const py::handle& name : names) {
+        PyObject* value = PyDict_GetItemWithError(dict, name.ptr());  // borrowed
+        if (value == nullptr && PyErr_Occurred()) {
+            throw py::error_already_set();
+        }
+        const py::object held = py::reinterpret_borrow<py::object>(value);  // through the call
+        add_value(digest, name, value, other);
+    }
+    return to_hex(digest.finish()).substr(0, 32);
+}
+
 }  // namespace
 
 void init_deps(py::module_& m) {
+    m.def("values_digest", &values_digest, py::arg("names"), py::arg("values"), py::arg("other"),
+          "A digest of `values`, the objects the tuple `names` holds: numbers, strings\n"
+          "and None by value, tuples and frozensets by their items, functions, classes\n"
+          "and modules by module and qualified name; other(value) gives the text of any\n"
+          "other value (see _dep_digest.py).");
+    m.def("namespace_digest", &namespace_digest, py::arg("namespace"), py::arg("names"),
+          py::arg("other"),
+          "values_digest of the values the tuple `names` holds in `namespace` (a module's\n"
+          "globals or a class) now; a name it does not have counts as missing.");
     m.def("take_values", &take_values, py::arg("namespace"), py::arg("names"),
           "(names, values): the names of `namespace` (a module's globals, or a class)\n"
           "that are in the set `names`, sorted, and the objects they hold.");
+    m.def("values_of", &values_of, py::arg("namespace"), py::arg("names"),
+          "The objects the names (a tuple) hold in `namespace` (a module's globals, or\n"
+          "a class), or None when one is missing.");
     m.def("same_values", &same_values, py::arg("namespace"), py::arg("names"), py::arg("values"),
           "Whether each of `names` of `namespace` still holds the very object of\n"
           "`values` (take_values).");
@@ -611,22 +763,43 @@ void init_deps(py::module_& m) {
              "Whether one of them changed since the watch was taken or refreshed.")
         .def("refresh", &Watch::refresh, "Counts changes from now on.")
         .def("__len__", &Watch::size);
-    m.def("record_files", &record_files, py::arg("paths"), py::arg("since_ns"),
-          py::call_guard<py::gil_scoped_release>(),
-          "HeaderRecords of the files `paths` (absolute), read by a step that began at\n"
-          "`since_ns`: size, times and SHA-256; no hash when a file changed since then\n"
-          "or is not a regular file (headers_changed then finds it changed).");
+    m.def(
+        "record_files",
+        [](const std::vector<std::string>& paths, std::int64_t since_ns) {
+            std::vector<HeaderRecord> records;
+            {
+                py::gil_scoped_release release;
+                records = record_files(paths, since_ns);
+            }
+            std::vector<FileTuple> found;
+            found.reserve(records.size());
+            for (HeaderRecord& record : records) {
+                found.emplace_back(std::move(record.path), record.size, record.mtime_ns,
+                                   record.ctime_ns, std::move(record.sha256));
+            }
+            return found;
+        },
+        py::arg("paths"), py::arg("since_ns"),
+        "(path, size, mtime_ns, ctime_ns, sha256) of each of the files `paths`\n"
+        "(absolute), read by a step that began at `since_ns`; no hash (\"\") when a\n"
+        "file changed since then or is not a regular file (files_changed then finds\n"
+        "it changed).");
     m.def("filesystem_now_ns", &filesystem_now_ns,
           "The filesystem clock now, in ns since the epoch (for record_files).");
     m.def(
         "files_changed",
-        [](const std::vector<HeaderRecord>& files) {
+        [](const std::vector<FileTuple>& files) {
+            std::vector<HeaderRecord> records;
+            records.reserve(files.size());
+            for (const auto& [path, size, mtime_ns, ctime_ns, sha256] : files) {
+                records.push_back({path, size, mtime_ns, ctime_ns, sha256});
+            }
             py::gil_scoped_release release;
-            return headers_changed(files);
+            return files_changed(records);
         },
         py::arg("files"),
-        "Empty when every file of `files` (HeaderRecords) has its recorded content,\n"
-        "else why not. A stat each; a hash only where the stat differs.");
+        "Empty when every file of `files` (record_files' tuples) has its recorded\n"
+        "content, else why not. One stat(2) each; a hash only where the stat differs.");
 }
 
 }  // namespace opweave::bindings

@@ -29,6 +29,10 @@ constexpr std::size_t k_read_chunk = 64 << 10;
 constexpr std::size_t k_max_memo_entries = 1 << 16;
 constexpr std::int64_t k_ns_per_second = 1000000000;
 constexpr std::int64_t k_coarse_tick_ns = 2 * k_ns_per_second;
+// Smaller files are hashed faster than the machine's memo is read (a record
+// of the cache, reached through checked directories): only larger ones go
+// through it.
+constexpr off_t k_machine_memo_min_bytes = 64 << 10;
 
 using Version = std::tuple<dev_t, ino_t, off_t, long, long, long, long>;
 
@@ -136,9 +140,11 @@ std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo)
     }
     // The machine's memo, for versions older than the clock's tick (the
     // same rule as the process's memo: see remember_sha256).
+    const bool worth = st.st_size >= k_machine_memo_min_bytes;
     const std::shared_ptr<MachineDigests> machine =
-        memo == Memo::machine && !changed_since(st, filesystem_now_ns()) ? machine_digests()
-                                                                          : nullptr;
+        memo == Memo::machine && worth && !changed_since(st, filesystem_now_ns())
+            ? machine_digests()
+            : nullptr;
     const std::string name = machine ? version_name(st) : std::string();
     if (machine) {
         std::optional<std::string> kept = machine->find(name);

@@ -68,7 +68,8 @@ void clear_machine_digests(const MachineDigests* store) noexcept;
 // did not hold st.st_size bytes. With Memo::use, a version hashed before in
 // this process is not read again; with Memo::machine, nor one the machine's
 // memo knows (never a version of the filesystem clock's current tick, whose
-// content may still change without new times).
+// content may still change without new times; only files of 64 KiB or
+// more, as smaller ones are hashed faster than the memo is read).
 std::optional<std::string> file_sha256(int fd, const struct stat& st, Memo memo = Memo::use);
 
 // Records that the file version `st` has content hash `sha256`, as a caller

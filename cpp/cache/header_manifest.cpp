@@ -283,6 +283,30 @@ std::string headers_changed(const std::vector<HeaderRecord>& headers) {
     return cache::check_headers(headers, cache::Memo::use);
 }
 
+std::string files_changed(const std::vector<HeaderRecord>& files) {
+    for (const HeaderRecord& file : files) {
+        if (file.sha256.empty()) {
+            return "file " + file.path + " changed while it was being read";
+        }
+        struct stat st {};
+        if (::stat(file.path.c_str(), &st) != 0) {
+            return "file " + file.path + " is gone";
+        }
+        if (static_cast<std::uint64_t>(st.st_size) == file.size &&
+            cache::ns_of(st.st_mtim) == file.mtime_ns && cache::ns_of(st.st_ctim) == file.ctime_ns) {
+            continue;
+        }
+        const util::Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+        if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            return "file " + file.path + " cannot be read";
+        }
+        if (cache::file_sha256(fd.get(), st, cache::Memo::machine) != file.sha256) {
+            return "file " + file.path + " changed";
+        }
+    }
+    return {};
+}
+
 std::vector<HeaderRecord> record_files(const std::vector<std::string>& paths,
                                        std::int64_t since_ns) {
     std::vector<HeaderRecord> records;

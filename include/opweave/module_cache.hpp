@@ -121,6 +121,14 @@ std::string headers_changed(const std::vector<HeaderRecord>& headers);
 std::vector<HeaderRecord> record_files(const std::vector<std::string>& paths,
                                        std::int64_t since_ns);
 
+// Empty when every file of `files` (record_files()) still has its recorded
+// content; otherwise why not, e.g. "file /src/helper.py changed". One
+// stat(2) a file; a file is hashed only when its stat differs (and then
+// found in the machine's memo when it was hashed before: see
+// ModuleCache::keep_file_digests). Unlike headers_changed(), nothing is
+// watched: for lists checked once in a process.
+std::string files_changed(const std::vector<HeaderRecord>& files);
+
 // The current time as the filesystem's timestamps read it (the kernel's
 // coarse clock), in nanoseconds since the epoch.
 std::int64_t filesystem_now_ns() noexcept;

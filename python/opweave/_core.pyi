@@ -16,7 +16,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'values_digest', 'values_of']
 class CodeOrigin(typing.NamedTuple):
     """
     Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
@@ -340,8 +340,6 @@ class HeaderRecord:
     """
     A header a build read, as recorded after the compile.
     """
-    def __init__(self, *, path: str, size: typing.SupportsInt | typing.SupportsIndex, mtime_ns: typing.SupportsInt | typing.SupportsIndex, ctime_ns: typing.SupportsInt | typing.SupportsIndex, sha256: str) -> None:
-        ...
     @property
     def ctime_ns(self) -> int:
         ...
@@ -1288,10 +1286,10 @@ def code_started(code: typing.Any, offset: typing.Any) -> typing.Any:
     sys.monitoring's PY_START callback of the dependency windows: notes the
     code in every open window, and returns DISABLE.
     """
-def files_changed(files: collections.abc.Sequence[HeaderRecord]) -> str:
+def files_changed(files: collections.abc.Sequence[tuple[str, int, int, int, str]]) -> str:
     """
-    Empty when every file of `files` (HeaderRecords) has its recorded content,
-    else why not. A stat each; a hash only where the stat differs.
+    Empty when every file of `files` (record_files' tuples) has its recorded
+    content, else why not. One stat(2) each; a hash only where the stat differs.
     """
 def filesystem_now_ns() -> int:
     """
@@ -1316,16 +1314,22 @@ def headers_changed(origin: Entry) -> str:
     still has its recorded content; otherwise why not. A module loaded from
     it earlier in the process passes this before it is used again.
     """
+def namespace_digest(namespace: typing.Any, names: tuple[str, ...], other: collections.abc.Callable[[typing.Any], str]) -> str:
+    """
+    values_digest of the values the tuple `names` holds in `namespace` (a module's
+    globals or a class) now; a name it does not have counts as missing.
+    """
 def pause_dep_windows(pause: bool) -> None:
     """
     Stops noting anything in the open DepWindows (True) until as many calls
     with False: the work of recording itself is no dependency.
     """
-def record_files(paths: collections.abc.Sequence[str], since_ns: typing.SupportsInt | typing.SupportsIndex) -> list[HeaderRecord]:
+def record_files(paths: collections.abc.Sequence[str], since_ns: typing.SupportsInt | typing.SupportsIndex) -> list[tuple[str, int, int, int, str]]:
     """
-    HeaderRecords of the files `paths` (absolute), read by a step that began at
-    `since_ns`: size, times and SHA-256; no hash when a file changed since then
-    or is not a regular file (headers_changed then finds it changed).
+    (path, size, mtime_ns, ctime_ns, sha256) of each of the files `paths`
+    (absolute), read by a step that began at `since_ns`; no hash ("") when a
+    file changed since then or is not a regular file (files_changed then finds
+    it changed).
     """
 def request_key(compiler: Compiler, request: ModuleRequest) -> str:
     """
@@ -1362,3 +1366,15 @@ NUMPY_PRELUDE: str  # include/opweave/module_source.hpp
 PYTHON_PRELUDE: str  # the first lines of every module
 MODULE_LAYOUT_VERSION: int = 2
 __version__: str  # include/opweave/version.hpp
+def values_of(namespace: typing.Any, names: tuple[str, ...]) -> tuple[typing.Any, ...] | None:
+    """
+    The objects the names (a tuple) hold in `namespace` (a module's globals, or
+    a class), or None when one is missing.
+    """
+def values_digest(names: tuple[str, ...], values: tuple[typing.Any, ...], other: collections.abc.Callable[[typing.Any], str]) -> str:
+    """
+    A digest of `values`, the objects the tuple `names` holds: numbers, strings
+    and None by value, tuples and frozensets by their items, functions, classes
+    and modules by module and qualified name; other(value) gives the text of any
+    other value (see _dep_digest.py).
+    """

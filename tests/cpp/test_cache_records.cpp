@@ -142,8 +142,8 @@ OPWEAVE_TEST(the_machines_memo_keeps_the_hash_of_a_touched_source_file) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));
     cache.keep_file_digests();
-    const fs::path source = dir / "helper.py";
-    write(source, "FACTOR = 2.0\n");
+    const fs::path source = dir / "big_helper.py";  // 64 KiB or more: the memo's files
+    write(source, "FACTOR = 2.0\n" + std::string(70000, '#') + "\n");
     age(source, 10);
     const std::vector<HeaderRecord> recorded =
         record_files({source.string()}, filesystem_now_ns());
@@ -155,7 +155,13 @@ OPWEAVE_TEST(the_machines_memo_keeps_the_hash_of_a_touched_source_file) {
     // A planted hash for a version would be believed: the memo is the
     // cache's own, in directories only this user can write. Another
     // content under new times is hashed and found changed.
-    write(source, "FACTOR = 3.0\n");
+    write(source, "FACTOR = 3.0\n" + std::string(70000, '#') + "\n");
     age(source, 3);
     CHECK(!headers_changed(recorded).empty());
+    const fs::path small = dir / "helper.py";  // hashed faster than the memo is read
+    write(small, "FACTOR = 2.0\n");
+    age(small, 10);
+    const std::size_t kept = cache.record_names("digests").size();
+    CHECK(!record_files({small.string()}, filesystem_now_ns())[0].sha256.empty());
+    CHECK_EQ(cache.record_names("digests").size(), kept);
 }

@@ -167,7 +167,7 @@ def _describe(fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tup
     )
 
 
-_PHASES = ("graph", "hooks", "assembly", "lookup", "compile", "load")
+_PHASES = ("graph", "hooks", "assembly", "lookup", "compile", "load", "dependencies")
 
 
 def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, Any]:
@@ -175,9 +175,11 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
     (building and rewriting the graph), ``hooks`` (asking ops and types for
     code), ``assembly`` (laying out modules, their jobs and keys), ``lookup``
     (finding entries in the cache, lock waits, verification), ``compile``
-    (compiler runs), ``load`` (imports) and ``other`` (the rest, so that the
-    phases add up to ``total``); ``modules``: per compiled module, its cache
-    outcome, its own compile seconds and, when it was built from compile
+    (compiler runs), ``load`` (imports), ``dependencies`` (making the
+    dependency list of what the hooks read, for the memo and the graph
+    index) and ``other`` (the rest, so that the phases add up to
+    ``total``); ``modules``: per compiled module, its cache outcome, its
+    own compile seconds and, when it was built from compile
     units, how many of them were compiled and how many found in the cache,
     and ``whole_because``: why a graph planned in units was compiled as one
     ("" when it was not); ``compiled`` and ``reused``: how many modules were

@@ -239,7 +239,7 @@ def test_compile_profile_says_where_the_time_went(caplog: pytest.LogCaptureFixtu
         f = opweave.function([x], graph, name="profiled")
     wall = time.perf_counter() - start
     profile = f.compile_profile
-    phases = ("graph", "hooks", "assembly", "lookup", "compile", "load", "other")
+    phases = ("graph", "hooks", "assembly", "lookup", "compile", "load", "dependencies", "other")
     assert all(profile[p] >= 0.0 for p in phases)
     assert sum(profile[p] for p in phases) == pytest.approx(profile["total"])
     assert profile["total"] <= wall

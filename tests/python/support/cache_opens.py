@@ -18,6 +18,7 @@ from typing import Any
 __all__ = ["install", "opened", "roots"]
 
 roots: list[str] = []  # the cache roots of the running test, each with a final "/"
+# (and whatever compiledir and cache__shared_dirs name when a file is opened)
 opened: list[tuple[str, str]] = []  # (path, the opweave module that opened it)
 _installed: list[bool] = []
 
@@ -44,10 +45,19 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         path = os.path.abspath(os.fsdecode(os.fspath(args[0])))
     except TypeError:
         return
-    if any(path.startswith(root) or path + "/" == root for root in roots):
+    if any(path.startswith(root) or path + "/" == root for root in [*roots, *_configured()]):
         opener = _opener()
         if opener is not None:
             opened.append((path, opener))
+
+
+def _configured() -> list[str]:
+    """The cache roots the configuration names now."""
+    config = getattr(sys.modules.get("opweave.configparser"), "config", None)
+    if config is None:
+        return []
+    found = [config.compiledir, *config.cache__shared_dirs]
+    return [os.path.join(os.path.abspath(root), "") for root in found]
 
 
 def install() -> None:

@@ -12,7 +12,6 @@ from types import ModuleType
 from typing import Any
 
 from opweave import _core
-from opweave.link.c._dep_digest import namespace_digest
 from opweave.link.c._dep_list import (
     Dependencies,
     Namespace,
@@ -77,7 +76,7 @@ def _collect(found: Recording, classes: Iterable[type]) -> Dependencies:
     ]
     deps = Dependencies(
         [*files.values(), *data],
-        [record.path for record in data],
+        [record[0] for record in data],
         [(info.name, info.file) for info in listed.values() if info.file],
         sorted(found.env.items()),
         (),
@@ -93,7 +92,7 @@ def _take(
     """The namespaces of 6 and the values their names hold: those of the
     modules and classes of 3, then those of the modules (of 2) and classes
     (of modules of 2) that their values lead to."""
-    names = {name for code in found.codes for name in code.co_names}
+    names = _names(found.codes)
     changed = {id(space) for space in found.changed}
     queue: list[tuple[str, str, Any]] = [
         ("module", info.name, vars(sys.modules[info.name]))
@@ -109,16 +108,31 @@ def _take(
         if not present:
             continue
         space = Namespace(kind, name, present, "")
-        if id(target) not in changed:
-            namespace = vars(target) if kind == "class" else target
-            space = space._replace(digest=namespace_digest(namespace, present))
-        taken.append(Taken(space, target, values))
+        taken.append(Taken(space, target, values, id(target) not in changed))
         for value in values:
             follow = _followed(value, users)
             if follow is not None and id(follow[2]) not in seen:
                 seen.add(id(follow[2]))
                 queue.append(follow)
     return taken
+
+
+# The names the code objects of a window name, by the set of their ids: the
+# windows of a graph's nodes run the same hooks again and again.
+_names_memo: dict[frozenset[int], tuple[list[Any], set[str]]] = {}
+_NAMES_MEMO_SIZE = 64
+
+
+def _names(codes: list[Any]) -> set[str]:
+    """The names ``codes`` name (their ``co_names``)."""
+    key = frozenset(map(id, codes))
+    found = _names_memo.get(key)
+    if found is None:
+        names = {name for code in codes for name in code.co_names}
+        found = _names_memo[key] = (list(codes), names)  # the codes keep their ids theirs
+        if len(_names_memo) > _NAMES_MEMO_SIZE:
+            del _names_memo[next(iter(_names_memo))]
+    return found[1]
 
 
 def _followed(value: Any, users: dict[str, ModuleInfo]) -> tuple[str, str, Any] | None:

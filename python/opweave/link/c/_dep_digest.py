@@ -9,7 +9,8 @@ a class's attributes) is digested over those of its names it has. A value
 is named by what it is, never by where it is in memory:
 
 - numbers, strings, bytes and None by value; tuples and frozensets by their
-  items; NumPy scalars and small arrays by their data; enum members by name;
+  items (up to 256, four levels deep); NumPy scalars and small arrays by their
+  data; enum members by name;
 - functions, classes and modules by module and qualified name (one assigned
   in another's place is another value; a function edited on disk is seen
   through its file);
@@ -18,42 +19,31 @@ is named by what it is, never by where it is in memory:
 
 So an assignment (``helper.FACTOR = 3.0``, before a graph is compiled or
 between two compiles) changes the digest, and the graph is asked for its
-code again, but state that ops keep for themselves does not.
+code again, but state that ops keep for themselves does not. The core
+computes the digest (``_core.namespace_digest``), and asks :func:`other_text`
+for the values it does not name itself.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-import types
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["namespace_digest", "value_text"]
+from opweave import _core
 
-_MAX_ITEMS = 256
-_MAX_DEPTH = 4
+__all__ = ["namespace_digest", "other_text", "values_digest"]
+
 _ARRAY_BYTES = 4096
-_NAMED = (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType)
-_MISSING = object()
 
 
-def value_text(value: Any, depth: int = 0) -> str:
-    """The text of ``value`` (see the top)."""
+def other_text(value: Any) -> str:
+    """The text of a value the core does not name itself (see the top): a
+    NumPy scalar or small array by its data, an enum member by name, any
+    other object by its class."""
     kind = type(value)
-    if value is None or kind in (bool, int, float, complex, str, bytes):
-        return f"{kind.__name__}:{value!r}"
-    if kind in (tuple, frozenset) and depth < _MAX_DEPTH and len(value) <= _MAX_ITEMS:
-        items = [value_text(item, depth + 1) for item in value]
-        return f"{kind.__name__}({','.join(sorted(items) if kind is frozenset else items)})"
-    if isinstance(value, _NAMED):
-        module = getattr(value, "__module__", None) or ""
-        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", "")
-        return f"{kind.__name__}:{module}.{name}"
-    if isinstance(value, types.MethodType):
-        return f"method:{value_text(value.__func__, depth + 1)}"
     if isinstance(value, np.generic):
         return f"np:{value.dtype.str}:{value.tobytes().hex()}"
     if isinstance(value, np.ndarray) and not value.dtype.hasobject:
@@ -65,12 +55,13 @@ def value_text(value: Any, depth: int = 0) -> str:
     return f"object:{kind.__module__}.{kind.__qualname__}"
 
 
-def namespace_digest(namespace: Mapping[str, Any], names: Iterable[str]) -> str:
-    """A digest of the values ``names`` have in ``namespace`` (a name it does
-    not have counts as missing)."""
-    digest = hashlib.sha256()
-    for name in names:
-        value = namespace.get(name, _MISSING)
-        text = "<missing>" if value is _MISSING else value_text(value)
-        digest.update(f"{name}={text}\n".encode())
-    return digest.hexdigest()[:32]
+def namespace_digest(namespace: Any, names: tuple[str, ...]) -> str:
+    """A digest of the values ``names`` have in ``namespace`` (a module's
+    globals or a class) now; a name it does not have counts as missing."""
+    return _core.namespace_digest(namespace, names, other_text)
+
+
+def values_digest(names: tuple[str, ...], values: tuple[Any, ...]) -> str:
+    """The digest :func:`namespace_digest` gives a namespace whose ``names``
+    hold ``values``."""
+    return _core.values_digest(names, values, other_text)

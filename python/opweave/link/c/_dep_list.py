@@ -52,7 +52,7 @@ from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
-from opweave.link.c._dep_digest import namespace_digest
+from opweave.link.c._dep_digest import namespace_digest, values_digest
 from opweave.link.c._dep_modules import (
     origin_of,
 )
@@ -72,11 +72,14 @@ class Namespace(NamedTuple):
 
 
 class Taken(NamedTuple):
-    """A namespace of 6 in this process, with the objects its names held."""
+    """A namespace of 6 in this process, with the objects its names held
+    when the list was made; ``digested``: whether a record's digests hold it
+    (not when the ops' own code changed it: see the top)."""
 
     space: Namespace
     target: Any  # the module's globals, or the class
     values: tuple[Any, ...]
+    digested: bool = True
 
 
 class Dependencies:
@@ -107,7 +110,8 @@ class Dependencies:
         persistent: bool = True,
         dirs: Iterable[tuple[str, str]] = (),
     ) -> None:
-        self.files = tuple(files)  # HeaderRecords: module files, RECORDs, data files
+        # (path, size, mtime_ns, ctime_ns, sha256): module files, RECORDs, data files
+        self.files = tuple(files)
         self.data = frozenset(data)  # the paths of the data files among them
         self.dirs = tuple(dirs)  # (a directory listed, the digest of its names)
         self.modules = tuple(modules)  # (name, file)
@@ -144,9 +148,9 @@ class Dependencies:
         if why:
             return why
         if self.data:
-            why = _core.files_changed([f for f in self.files if f.path in self.data])
+            why = _core.files_changed([f for f in self.files if f[0] in self.data])
             if why:
-                return why.replace("header ", "file ", 1)
+                return why
         why = _dirs_changed(self.dirs)
         if why:
             return why
@@ -168,7 +172,11 @@ class Dependencies:
         """The namespaces of 6 with the digests of their values when the list
         was made (for a graph record)."""
         if not self._spaces:
-            self._spaces = tuple(t.space for t in self._taken if t.space.digest)
+            self._spaces = tuple(
+                t.space._replace(digest=values_digest(t.space.names, t.values))
+                for t in self._taken
+                if t.digested
+            )
         return self._spaces
 
     # --- in another process ----------------------------------------------------
@@ -180,12 +188,14 @@ class Dependencies:
         if why:
             return why
         for name, file in self.modules:
+            if name not in sys.modules and name.partition(".")[0] in sys.stdlib_module_names:
+                continue  # Python's own: where it is found is the interpreter's choice
             origin = origin_of(name)
             if origin is not None and origin != file:
                 return f"module {name} is {origin} here, not {file}"
         why = _core.files_changed(list(self.files))
         if why:
-            return why.replace("header ", "file ", 1)
+            return why
         why = _dirs_changed(self.dirs)
         if why:
             return why
@@ -193,15 +203,14 @@ class Dependencies:
             target = _target(space)
             if target is None or not space.digest:
                 continue
-            namespace = vars(target) if space.kind == "class" else target
-            if namespace_digest(namespace, space.names) != space.digest:
+            if namespace_digest(target, space.names) != space.digest:
                 return f"a value {space.names} of {space.kind} {space.name} changed"
         return ""
 
     def to_json(self) -> dict[str, Any]:
         """The list as JSON values (for a graph record)."""
         return {
-            "files": [[f.path, f.size, f.mtime_ns, f.ctime_ns, f.sha256] for f in self.files],
+            "files": [list(f) for f in self.files],
             "data": sorted(self.data),
             "dirs": [list(d) for d in self.dirs],
             "modules": [list(m) for m in self.modules],
@@ -213,12 +222,7 @@ class Dependencies:
     def from_json(cls, found: Any) -> Dependencies:
         """The list of :meth:`to_json`; ValueError, TypeError or KeyError
         when ``found`` is not one."""
-        files = [
-            _core.HeaderRecord(
-                path=str(p), size=int(s), mtime_ns=int(m), ctime_ns=int(c), sha256=str(h)
-            )
-            for p, s, m, c, h in found["files"]
-        ]
+        files = [(str(p), int(s), int(m), int(c), str(h)) for p, s, m, c, h in found["files"]]
         env = [(str(k), None if v is None else str(v)) for k, v in found["env"]]
         spaces = [
             Namespace(str(k), str(n), tuple(str(x) for x in names), str(d))
@@ -243,7 +247,7 @@ def merged(lists: Iterable[Dependencies]) -> Dependencies:
     strict: dict[int, Any] = {}
     persistent = True
     for found in lists:
-        files.update((f.path, f) for f in found.files)
+        files.update((f[0], f) for f in found.files)
         data.update(found.data)
         dirs.update(found.dirs)
         modules.update(found.modules)
@@ -262,10 +266,9 @@ def _retake(spaces: Iterable[Namespace]) -> list[Taken]:
     taken = []
     for space in spaces:
         target = _target(space)
-        if target is not None:
-            names, values = _core.take_values(target, set(space.names))
-            if names == space.names:
-                taken.append(Taken(space, target, values))
+        values = None if target is None else _core.values_of(target, space.names)
+        if values is not None:
+            taken.append(Taken(space, target, values))
     return taken
 
 

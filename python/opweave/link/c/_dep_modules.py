@@ -54,8 +54,9 @@ class ModuleInfo(NamedTuple):
 
 _infos: dict[str, tuple[ModuleType, ModuleInfo]] = {}  # name -> (the module, its info)
 _by_file: dict[str, str] = {}  # a module's file -> its name
-_seen = {"count": -1}
-_records: dict[str, Any] = {}  # file -> its HeaderRecord, once per process
+_loaded: list[list[ModuleInfo]] = []  # loaded_modules() since sys.modules last changed
+_modules_watch: list[Any] = []  # a watch of sys.modules
+_records: dict[str, Any] = {}  # file -> its record (record_files), once per process
 _started: list[int] = []  # when this process started, in ns since the epoch
 
 
@@ -80,15 +81,21 @@ def module_info(name: str, module: ModuleType) -> ModuleInfo:
 
 
 def loaded_modules() -> list[ModuleInfo]:
-    """Every module in sys.modules, as :func:`module_info` sees it."""
-    return [module_info(name, module) for name, module in list(sys.modules.items())]
+    """Every module in sys.modules, as :func:`module_info` sees it (made
+    again only when sys.modules changed)."""
+    if not _modules_watch:
+        _modules_watch.append(_core.Watch([sys.modules], []))
+    elif _loaded and not _modules_watch[0].changed():
+        return _loaded[0]
+    _modules_watch[0].refresh()
+    found = [module_info(name, module) for name, module in list(sys.modules.items())]
+    _loaded[:] = [found]
+    return found
 
 
 def module_of_file(path: str) -> str | None:
     """The name of the loaded module whose file is ``path``, or None."""
-    if len(sys.modules) != _seen["count"]:
-        loaded_modules()
-        _seen["count"] = len(sys.modules)
+    loaded_modules()
     return _by_file.get(path)
 
 
@@ -145,7 +152,7 @@ def started_ns() -> int:
 
 
 def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) -> dict[str, Any]:
-    """The HeaderRecord of the file of each of ``modules`` ((name, file)),
+    """The record (``_core.record_files``) of the file of each of ``modules`` ((name, file)),
     as of when the module began to be imported, and of each of ``files``
     (distributions' RECORDs), as of the process's start; each recorded once
     per process (see the top)."""
@@ -160,5 +167,5 @@ def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) 
             missing.setdefault(when, []).append(path)
     for when, paths in missing.items():
         for record in _core.record_files(paths, when):
-            _records[record.path] = record
+            _records[record[0]] = record
     return {path: _records[path] for path in since}

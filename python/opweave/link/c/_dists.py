@@ -8,18 +8,27 @@ directories, each naming the top-level modules it installs (its
 module belongs to the distribution of its root that installs its top-level
 name; a module below no root, or whose top-level name no distribution of its
 root installs (the user's own code, an editable install), belongs to none.
-Each root is read once per process.
+The map of a root, top-level name to distribution, is made once per
+process, and kept as a record of the module cache (kind ``dists``) named
+by the root, its identity and modification time and the names of its
+distributions (installing or removing one changes them), so that a fresh
+process reads one record instead of every distribution's ``RECORD``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import sys
 import sysconfig
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from opweave._namedtuple import NamedTuple
+from opweave.errors import OpweaveError
 
 __all__ = ["Dist", "distribution_of", "import_root", "is_stdlib"]
 
@@ -33,7 +42,9 @@ class Dist(NamedTuple):
     record: str
 
 
-_roots: dict[str, dict[str, Dist]] = {}  # import root -> top-level name -> its distribution
+_maps: dict[str, dict[str, Dist]] = {}  # import root -> top-level name -> its distribution
+_RECORD_KIND = "dists"
+_MAP_FORMAT = 1
 _SUFFIXES = (".py", ".pyc", ".pyd", ".so")
 
 
@@ -63,14 +74,11 @@ def import_root(path: str) -> str | None:
 
 
 def is_stdlib(module: ModuleType) -> bool:
-    """Whether ``module`` is part of Python's standard library (built in, or
-    a file of it, not of a site directory within it)."""
-    name = module.__name__.partition(".")[0]
-    if name not in sys.stdlib_module_names:
-        return False
+    """Whether ``module`` is part of Python's standard library: built in, or
+    a file of it (not of a site directory within it)."""
     path = getattr(module, "__file__", None)
     if not path:
-        return True
+        return module.__name__.partition(".")[0] in sys.stdlib_module_names
     return path.startswith(_STDLIB) and "site-packages" not in path and "dist-packages" not in path
 
 
@@ -85,25 +93,49 @@ def distribution_of(path: str) -> Dist | None:
         if top.endswith(suffix):
             top = top[: -len(suffix)].split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
             break
-    found = _roots.get(root)
+    found = _maps.get(root)
     if found is None:
-        found = _roots[root] = _read_root(root)
+        found = _maps[root] = _root_map(root)
     return found.get(top)
 
 
-def _read_root(root: str) -> dict[str, Dist]:
-    tops: dict[str, Dist] = {}
+def _root_map(root: str) -> dict[str, Dist]:
+    """The top-level names of the distributions of ``root``: from the
+    cache's record of them, or read (and kept there)."""
     try:
-        names = sorted(os.listdir(root))
+        status = os.stat(root)
+        infos = sorted(n for n in os.listdir(root) if n.endswith((".dist-info", ".egg-info")))
     except OSError:
-        return tops
-    for name in names:
-        if name.endswith((".dist-info", ".egg-info")):
-            info = Path(root, name)
-            dist = _dist(info)
-            for top in _top_levels(info):
-                tops.setdefault(top, dist)
-    return tops
+        return {}
+    if not infos:
+        return {}
+    named = f"{_MAP_FORMAT}\0{root}\0{status.st_dev}\0{status.st_ino}\0{status.st_mtime_ns}"
+    name = hashlib.sha256("\0".join([named, *infos]).encode()).hexdigest()[:40]
+    cache = _cache()
+    kept = None if cache is None else cache.read_record(_RECORD_KIND, name)
+    if kept is not None:
+        try:
+            return {top: Dist(*fields) for top, fields in json.loads(kept).items()}
+        except (ValueError, TypeError):
+            pass
+    found: dict[str, Dist] = {}
+    for info in infos:
+        dist = _dist(Path(root, info))
+        for top in _top_levels(Path(root, info)):
+            found.setdefault(top, dist)
+    if cache is not None:
+        cache.write_record(_RECORD_KIND, name, json.dumps(found).encode())
+    return found
+
+
+def _cache() -> Any:
+    """The module cache that keeps the maps, or None."""
+    from opweave.link.c._cache_choice import get_module_cache
+
+    try:
+        return get_module_cache()
+    except OpweaveError:
+        return None
 
 
 def _dist(info: Path) -> Dist:
@@ -115,6 +147,11 @@ def _dist(info: Path) -> Dist:
     return Dist(name, version.partition("-")[0], str(record))
 
 
+# The top-level name of a RECORD line: its first path part, without a
+# module's suffix ("numpy/__init__.py,..." and "six.py,..." give numpy, six).
+_RECORD_TOP = re.compile(r"^([^/,.\n]+)[^/,\n]*(?:/|,)", re.MULTILINE)
+
+
 def _top_levels(info: Path) -> set[str]:
     try:
         listed = (info / "top_level.txt").read_text().split()
@@ -123,17 +160,7 @@ def _top_levels(info: Path) -> set[str]:
     if listed:
         return set(listed)
     try:
-        lines = (info / "RECORD").read_text().splitlines()
+        text = (info / "RECORD").read_text()
     except OSError:
         return set()
-    tops = set()
-    for line in lines:
-        first = line.split(",", 1)[0].split("/", 1)[0]
-        if not first or first.startswith("..") or first.endswith((".dist-info", ".data")):
-            continue
-        for suffix in _SUFFIXES:
-            if first.endswith(suffix):
-                first = first[: -len(suffix)].split(".", 1)[0]
-                break
-        tops.add(first)
-    return tops
+    return {top for top in _RECORD_TOP.findall(text) if top.isidentifier() and top != "__pycache__"}

@@ -12,15 +12,10 @@ The per-node linker looks each node up by key and runs the exported graphs,
 so a graph whose node codes were all compiled before, in any graphs,
 compiles nothing.
 
-Keys are memoised per process by the node's *signature*: its op, the types
-of its inputs and outputs, the data of its constants and the configuration.
-Two nodes with equal signatures get the same code from ops whose hooks
-depend only on the node, which PyTensor's contract requires (an op's C code
-is a function of its props and its node), and on what else the hooks read:
-each memoised code carries the dependency list of what its hooks read
-(:mod:`._dep_list`), and is computed again when that no longer holds. A code
-served from the memo inside a recording (a graph's, whose module exports
-it) adds its list to that recording.
+Keys are memoised per process by the node's *signature* (:mod:`._node_memo`):
+its op, the types of its inputs and outputs, the data of its constants and
+the configuration, and checked against the dependency list of what its
+hooks read.
 """
 
 from __future__ import annotations
@@ -36,9 +31,7 @@ from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph
-from opweave.link.c._dep_collect import collect
 from opweave.link.c._dep_list import Dependencies
-from opweave.link.c._dep_window import include, recording
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
 
 __all__ = [
@@ -48,7 +41,6 @@ __all__ = [
     "export_parts",
     "job_signature",
     "memo_snapshot",
-    "node_code",
     "register_snapshot",
     "signature",
     "single_node_graph",
@@ -73,12 +65,6 @@ class NodeCode(NamedTuple):
     node_block: int  # the run block id of the node in its graph (the rest are its inputs')
     # What its hooks read (set when it is memoised; None: not memoised).
     dependencies: Dependencies | None = None
-
-
-# Node codes by signature, oldest first; at most _MEMO_SIZE of them (each
-# holds its export's text), so that a long-lived process does not grow.
-_memo: dict[Any, NodeCode] = {}
-_MEMO_SIZE = 4096
 
 
 # Functions whose values are part of every memo key, beside opweave's own
@@ -174,37 +160,6 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
     except TypeError:
         return None
     return key
-
-
-def node_code(
-    node: Apply,
-    compute: Callable[[Apply, Collection[int]], NodeCode],
-    given: Collection[int] = (),
-) -> NodeCode:
-    """The code of ``node``: from the memo while the dependency list of its
-    hooks holds, or ``compute(node, given)`` (which raises MissingCCode for
-    a node without C code). ``given``: the ids of constants the graph takes
-    as inputs (their values are passed)."""
-    given = {id(v) for v in node.inputs if id(v) in given}
-    key = signature(node, memo_snapshot(), given)
-    if key is None:
-        return compute(node, given)
-    found = _memo.get(key)
-    if found is not None and found.dependencies is not None:
-        if not found.dependencies.check_here():
-            include(found.dependencies)
-            return found
-        del _memo[key]
-    with recording() as seen:
-        found = compute(node, given)
-    classes = {type(node.op), *(type(v.type) for v in [*node.inputs, *node.outputs])}
-    dependencies = collect(seen, classes)
-    if dependencies is None:
-        return found
-    found = _memo[key] = found._replace(dependencies=dependencies)
-    if len(_memo) > _MEMO_SIZE:
-        del _memo[next(iter(_memo))]
-    return found
 
 
 def job_signature(job: Any) -> tuple[Any, ...]:

@@ -30,10 +30,10 @@ from opweave.link.c._node_keys import (
     NodeCode,
     export_parts,
     job_signature,
-    node_code,
     single_node_graph,
     with_exports,
 )
+from opweave.link.c._node_memo import computed_together, node_code
 from opweave.link.c.hooks import call_optional_hook
 from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
@@ -264,13 +264,14 @@ class CLinker(Linker):
         wanted = job_signature(job)
         given = {id(v) for v in self.bound_graph().inputs}
         codes = []
-        for node in self.order():
-            try:
-                code = node_code(node, compute_node_code, given)
-            except MissingCCode:
-                continue  # compile() raises it for the whole graph
-            if code.job == wanted:
-                codes.append(code)
+        with computed_together():
+            for node in self.order():
+                try:
+                    code = node_code(node, compute_node_code, given)
+                except MissingCCode:
+                    continue  # compile() raises it for the whole graph
+                if code.job == wanted:
+                    codes.append(code)
         names = graph.definition_names
         spec = with_exports(graph.spec, names, codes)
         whole = None if graph.whole is None else with_exports(graph.whole, names, codes)

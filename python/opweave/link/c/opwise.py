@@ -40,7 +40,8 @@ from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
 from opweave.link.c._export_lookup import load_exports
-from opweave.link.c._node_keys import NodeCode, node_code, single_node_graph
+from opweave.link.c._node_keys import NodeCode, single_node_graph
+from opweave.link.c._node_memo import computed_together, node_code
 from opweave.link.c._step_table import TableStep, table_function
 from opweave.link.c._steps import can_run_in_c, compiled_part, part, python_step
 from opweave.link.c.spec import MissingCCode
@@ -174,14 +175,15 @@ def _node_codes(nodes: Sequence[Apply], given: Collection[int]) -> list[NodeCode
     from opweave.link.c.basic import compute_node_code
 
     codes: list[NodeCode | None] = []
-    for node in nodes:
-        code = None
-        if can_run_in_c(node):
-            try:
-                code = node_code(node, compute_node_code, given)
-            except MissingCCode:
-                pass  # perform, or the error naming the node
-        codes.append(code)
+    with computed_together():
+        for node in nodes:
+            code = None
+            if can_run_in_c(node):
+                try:
+                    code = node_code(node, compute_node_code, given)
+                except MissingCCode:
+                    pass  # perform, or the error naming the node
+            codes.append(code)
     return codes
 
 

@@ -260,13 +260,13 @@ def test_a_one_node_module_of_c_mode_is_the_export_of_its_node() -> None:
 
 
 def test_the_memo_of_node_codes_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from opweave.link.c import _node_keys
+    from opweave.link.c import _node_memo
 
-    monkeypatch.setattr(_node_keys, "_memo", {})
-    monkeypatch.setattr(_node_keys, "_MEMO_SIZE", 3)
+    monkeypatch.setattr(_node_memo, "_memo", {})
+    monkeypatch.setattr(_node_memo, "_MEMO_SIZE", 3)
     ks = constants(6, seed=8)
     f = chain(ks)
-    assert len(_node_keys._memo) == 3
+    assert len(_node_memo._memo) == 3
     np.testing.assert_allclose(f(X), expected(ks), rtol=1e-12)
     again = chain(ks)  # keys computed again, the same: nothing compiled
     assert again.compile_profile["compiled"] == 0
