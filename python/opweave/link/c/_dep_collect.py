@@ -63,10 +63,10 @@ def _collect(found: Recording, classes: Iterable[type]) -> Dependencies:
     listed.update(core)
     listed = {name: info for name, info in listed.items() if info.file or info.own}
     persistent = all(info.file or info.own for info in core.values())
-    dists = {info.dist for info in loaded if info.dist is not None}
     python_files = [(info.name, info.file) for info in listed.values() if info.file]
-    files = file_records(python_files, [*(d.record for d in dists), *extra])
-    data = _data_files(found, set(files))
+    records = [(info.name, info.dist.record) for info in loaded if info.dist is not None]
+    known = {path for _, path in [*python_files, *records]} | set(extra)
+    data = _data_files(found, known)
     taken = _take(found, core, bases, users)
     seen = {id(t.target) for t in taken}
     strict = [
@@ -75,8 +75,8 @@ def _collect(found: Recording, classes: Iterable[type]) -> Dependencies:
         if not info.own and id(vars(sys.modules[name])) not in seen
     ]
     deps = Dependencies(
-        [*files.values(), *data],
-        [record[0] for record in data],
+        lambda: file_records([*python_files, *records], extra).values(),
+        data,
         [(info.name, info.file) for info in listed.values() if info.file],
         sorted(found.env.items()),
         (),

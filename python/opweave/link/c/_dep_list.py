@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
@@ -86,6 +86,8 @@ class Dependencies:
     """A dependency list (see the top)."""
 
     __slots__ = (
+        "_files",
+        "_make_files",
         "_spaces",
         "_specs",
         "_strict",
@@ -95,24 +97,28 @@ class Dependencies:
         "data",
         "dirs",
         "env",
-        "files",
         "modules",
         "persistent",
     )
 
     def __init__(
         self,
-        files: Iterable[Any],
-        data: Iterable[str],
+        files: Iterable[Any] | Callable[[], Iterable[Any]],
+        data: Iterable[Any],
         modules: Iterable[tuple[str, str]],
         env: Iterable[tuple[str, str | None]],
         spaces: Iterable[Namespace] = (),
         persistent: bool = True,
         dirs: Iterable[tuple[str, str]] = (),
     ) -> None:
-        # (path, size, mtime_ns, ctime_ns, sha256): module files, RECORDs, data files
-        self.files = tuple(files)
-        self.data = frozenset(data)  # the paths of the data files among them
+        # The records of files, (path, size, mtime_ns, ctime_ns, sha256):
+        # ``files`` those of modules and distributions, or what makes them
+        # when they are first needed (a graph record: a list made for a
+        # node's code is checked in this process only, where no Python file
+        # is looked at); ``data`` those of the data files, which it holds too.
+        self._make_files = files if callable(files) else None
+        self._files: tuple[Any, ...] | None = None if callable(files) else tuple(files)
+        self.data = tuple(data)
         self.dirs = tuple(dirs)  # (a directory listed, the digest of its names)
         self.modules = tuple(modules)  # (name, file)
         self.env = tuple(env)  # (name, value or None)
@@ -124,6 +130,17 @@ class Dependencies:
         self._strict_watch: Any = None  # and a watch of them
         self._watch: Any = None  # a watch of those of 6
         self._specs: tuple[tuple[ModuleType, Any], ...] = ()
+
+    @property
+    def files(self) -> tuple[Any, ...]:
+        """The records of every file of the list (modules, distributions'
+        RECORDs, data files)."""
+        if self._files is None:
+            assert self._make_files is not None
+            made = {f[0]: f for f in self._make_files()}
+            made.update((f[0], f) for f in self.data)
+            self._files, self._make_files = tuple(made.values()), None
+        return self._files
 
     # --- in this process -----------------------------------------------------
 
@@ -148,7 +165,7 @@ class Dependencies:
         if why:
             return why
         if self.data:
-            why = _core.files_changed([f for f in self.files if f[0] in self.data])
+            why = _core.files_changed(list(self.data))
             if why:
                 return why
         why = _dirs_changed(self.dirs)
@@ -211,7 +228,7 @@ class Dependencies:
         """The list as JSON values (for a graph record)."""
         return {
             "files": [list(f) for f in self.files],
-            "data": sorted(self.data),
+            "data": sorted(f[0] for f in self.data),
             "dirs": [list(d) for d in self.dirs],
             "modules": [list(m) for m in self.modules],
             "env": [list(e) for e in self.env],
@@ -232,31 +249,35 @@ class Dependencies:
             raise ValueError("a namespace of an unknown kind")
         modules = [(str(n), str(f)) for n, f in found["modules"]]
         dirs = [(str(p), str(d)) for p, d in found["dirs"]]
-        return cls(files, [str(p) for p in found["data"]], modules, env, spaces, True, dirs)
+        data_paths = {str(p) for p in found["data"]}
+        data = [f for f in files if f[0] in data_paths]
+        return cls(files, data, modules, env, spaces, True, dirs)
 
 
 def merged(lists: Iterable[Dependencies]) -> Dependencies:
     """One list holding everything of ``lists`` (made in this process),
     watched here."""
-    files: dict[str, Any] = {}
-    data: set[str] = set()
+    lists = list(lists)
+    data: dict[str, Any] = {}
     dirs: dict[str, str] = {}
     modules: dict[str, str] = {}
     env: dict[str, str | None] = {}
     taken: dict[tuple[str, str, tuple[str, ...]], Taken] = {}
     strict: dict[int, Any] = {}
-    persistent = True
     for found in lists:
-        files.update((f[0], f) for f in found.files)
-        data.update(found.data)
+        data.update((f[0], f) for f in found.data)
         dirs.update(found.dirs)
         modules.update(found.modules)
         env.update(found.env)
         taken.update(((t.space.kind, t.space.name, t.space.names), t) for t in found._taken)
         strict.update((id(d), d) for d in found._strict)
-        persistent = persistent and found.persistent
+
+    def files() -> list[Any]:
+        return [f for found in lists for f in found.files]
+
+    persistent = all(found.persistent for found in lists)
     out = Dependencies(
-        files.values(), data, modules.items(), env.items(), (), persistent, dirs.items()
+        files, data.values(), modules.items(), env.items(), (), persistent, dirs.items()
     )
     return out.watch_here(taken.values(), strict.values())
 

@@ -152,15 +152,17 @@ def started_ns() -> int:
 
 
 def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) -> dict[str, Any]:
-    """The record (``_core.record_files``) of the file of each of ``modules`` ((name, file)),
-    as of when the module began to be imported, and of each of ``files``
-    (distributions' RECORDs), as of the process's start; each recorded once
-    per process (see the top)."""
+    """The record (``_core.record_files``) of each file of ``modules``
+    ((module name, file): a module's source, or the ``RECORD`` of a
+    distribution of that module), as of when the module began to be
+    imported, and of each of ``files``, as of the process's start; each
+    recorded once per process (see the top)."""
     since: dict[str, int] = {}
     for name, path in modules:
-        since.setdefault(path, started_ns() if name in _import_time.BEFORE else _import_time.NS)
+        when = started_ns() if name in _import_time.BEFORE else _import_time.NS
+        since[path] = min(since.get(path, when), when)
     for path in files:
-        since.setdefault(path, started_ns())
+        since[path] = started_ns()
     missing: dict[int, list[str]] = {}
     for path, when in since.items():
         if path not in _records:
