@@ -29,6 +29,7 @@ from opweave.link.c._c_code_registry import (
     store_entry,
 )
 from opweave.link.c.op import COp
+from opweave.link.thunk import set_output_copy
 
 if TYPE_CHECKING:
     from opweave.compile.from_function import FromFunctionOp, as_op, wrap_py
@@ -175,6 +176,7 @@ class DeepCopyOp(COp):
 
 
 deep_copy_op = DeepCopyOp()
+set_output_copy(deep_copy_op)  # how linkers copy an output a later node destroys
 
 
 # --- C code of the built-in types ---------------------------------------------

@@ -11,6 +11,13 @@
   input was given as ``In(variable, mutable=True)`` (PyTensor's
   ``Supervisor``). Two destroyers of one variable raise
   :class:`~opweave.graph.destroy.InconsistencyError` first.
+- **outputs are readers**: an output that a later node destroys (it is,
+  or views, what an in-place node overwrites) is wrapped in
+  :class:`~opweave.compile.ops.DeepCopyOp`, which the destroy orderings run
+  before the destroyer (:func:`~opweave.graph.destroy.destroyed_outputs`).
+  This makes no more copies than copying the destroyer's input would: the
+  outputs that share the destroyed memory are copied, all but one, by the
+  next rule anyway. No copy is added when no destroyer reaches an output.
 - **output protection**: an output that is (or is a view of) an input, a
   constant or an earlier output is wrapped in
   :class:`~opweave.compile.ops.DeepCopyOp`, so no output shares memory with
@@ -29,7 +36,7 @@ from typing import cast
 
 from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply, Constant, Variable, io_toposort, is_constant, make_apply
-from opweave.graph.destroy import alias_root, destroy_orderings
+from opweave.graph.destroy import alias_root, destroy_orderings, destroyed_outputs
 from opweave.graph.destroy import view_root as destroyed_root
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
@@ -41,6 +48,7 @@ __all__ = [
     "prepare",
     "protect_destroyed_inputs",
     "protect_outputs",
+    "protect_read_outputs",
     "view_root",
 ]
 
@@ -152,6 +160,19 @@ def _rebuilt(node: Apply, inputs: list[Variable]) -> Apply:
     return make_apply(node.op, inputs, [v.clone() for v in node.outputs], like=node)
 
 
+def protect_read_outputs(
+    inputs: Sequence[Variable], outputs: Sequence[Variable], nodes: Sequence[Apply] | None = None
+) -> list[Variable]:
+    """``outputs``, each one a later node destroys wrapped in DeepCopyOp
+    (see the module docstring). ``nodes``: the nodes between ``inputs`` and
+    ``outputs``, when known."""
+    from opweave.compile.ops import deep_copy_op
+
+    nodes = io_toposort(inputs, outputs) if nodes is None else nodes
+    read = set(destroyed_outputs(nodes, outputs))
+    return [deep_copy_op(v) if k in read else v for k, v in enumerate(outputs)]
+
+
 def protect_outputs(
     inputs: Sequence[Variable], outputs: Sequence[Variable], linker: str
 ) -> Prepared:
@@ -181,7 +202,8 @@ def prepare(
 ) -> Prepared:
     """Replaces shapes by what ops' ``infer_shape`` says and folds constants
     (when ``fold``: the rewrites are on), then protects the inputs (but
-    those whose id is in ``mutable``) and the outputs."""
+    those whose id is in ``mutable``), the outputs later nodes destroy, and
+    the outputs that alias."""
     outputs = list(fgraph.outputs)
     if fold:
         if "opweave.tensor.shape" in sys.modules:  # else no Shape op was ever made
@@ -191,5 +213,8 @@ def prepare(
         outputs = fold_constants(fgraph, outputs, linker)
     unchanged = all(a is b for a, b in zip(outputs, fgraph.outputs, strict=True))
     nodes = fgraph.apply_nodes if unchanged else None
-    outputs = protect_destroyed_inputs(fgraph.inputs, outputs, mutable, nodes)
+    protected = protect_destroyed_inputs(fgraph.inputs, outputs, mutable, nodes)
+    if any(a is not b for a, b in zip(protected, outputs, strict=True)):
+        nodes = None  # copies were inserted
+    outputs = protect_read_outputs(fgraph.inputs, protected, nodes)
     return protect_outputs(fgraph.inputs, outputs, linker)

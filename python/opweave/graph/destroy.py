@@ -14,6 +14,13 @@ tolerates it: ``destroyhandler_tolerate_same`` /
 ``destroyhandler_tolerate_aliased``), and orderings that form a cycle raise
 :class:`InconsistencyError`, naming the nodes.
 
+**Outputs.** A graph output is read after every node has run, so a node
+that destroys an output (or what an output views) would change a result
+already computed: :func:`destroyed_outputs` names those outputs, and every
+entry point copies each of them before its destroyer runs (a copy is a
+reader, ordered first): ``opweave.function`` when it prepares the graph,
+a linker object when it accepts one.
+
 **Recycling.** PyTensor's ``infer_reuse_pattern``: the outputs, followed up
 through ``view_map`` and ``destroy_map`` to the variable that owns their
 memory, then down to every variable that views it; those with an owner may
@@ -35,6 +42,7 @@ __all__ = [
     "Schedule",
     "alias_root",
     "destroy_orderings",
+    "destroyed_outputs",
     "infer_reuse_pattern",
     "no_recycling_of",
     "order_nodes",
@@ -163,6 +171,24 @@ def destroy_orderings(nodes: Sequence[Apply]) -> dict[int, list[Apply]]:
         if before:
             orderings[id(node)] = list(before.values())
     return orderings
+
+
+def destroyed_outputs(nodes: Sequence[Apply], outputs: Sequence[Variable]) -> list[int]:
+    """The positions of the ``outputs`` that a node of ``nodes`` overwrites
+    after they are computed: an output that is, or views (``view_map``),
+    the root of a variable a node destroys. A graph output is read when the
+    call returns, after every node, so no ordering can save it: it must be
+    copied before its destroyer runs (a copy is a reader, which the destroy
+    orderings run first). A destroyer's own result is a new value, not its
+    input's: it is never in the list."""
+    roots = {
+        id(view_root(node.inputs[k]))
+        for node in nodes
+        for k in {i for ins in _map(node, "destroy_map").values() for i in ins}
+    }
+    if not roots:
+        return []
+    return [k for k, output in enumerate(outputs) if id(view_root(output)) in roots]
 
 
 def _check_aliasing(

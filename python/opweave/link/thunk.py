@@ -13,15 +13,49 @@ here runs that Function: the one path :func:`opweave.function` takes too.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave.graph.basic import Apply, Variable
-from opweave.graph.destroy import Schedule, no_recycling_of, ordered_nodes
+from opweave.graph.destroy import (
+    InconsistencyError,
+    Schedule,
+    destroyed_outputs,
+    no_recycling_of,
+    ordered_nodes,
+)
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding
 
-__all__ = ["Container", "Linker", "Thunk", "thunk_of"]
+__all__ = ["Container", "Linker", "Thunk", "set_output_copy", "thunk_of"]
+
+# How a linker copies a graph output that a later node destroys: DeepCopyOp,
+# which opweave.compile.ops (above the linkers) sets when it is imported.
+_output_copy: list[Callable[[Variable], Variable]] = []
+
+
+def set_output_copy(make: Callable[[Variable], Variable]) -> None:
+    """Sets how linkers copy a graph output that a later node destroys:
+    ``make(variable)`` returns a copy of ``variable`` made by a node."""
+    _output_copy[:] = [make]
+
+
+def _outputs_copied(fgraph: FunctionGraph) -> FunctionGraph:
+    """``fgraph``, or a graph of the same nodes whose outputs that a later
+    node destroys are copies made before it runs
+    (:func:`~opweave.graph.destroy.destroyed_outputs`)."""
+    read = destroyed_outputs(fgraph.apply_nodes, fgraph.outputs)
+    if not read:
+        return fgraph
+    if not _output_copy:
+        raise InconsistencyError(
+            f"graph output {read[0]} ({fgraph.outputs[read[0]]}) is destroyed by a later "
+            "node; a linker copies it with opweave.compile.ops.DeepCopyOp: import "
+            "opweave.compile first"
+        )
+    make = _output_copy[0]
+    outputs = [make(v) if k in read else v for k, v in enumerate(fgraph.outputs)]
+    return FunctionGraph(list(fgraph.inputs), outputs)
 
 
 class Container:
@@ -182,17 +216,22 @@ class Linker:
     fgraph: FunctionGraph | None = None
     schedule: Schedule | None = None
     no_recycling: list[Variable] = []  # noqa: RUF012  # replaced by accept()
+    _accepted: FunctionGraph | None = None  # the graph given to accept()
     _order: list[Apply] | None = None  # order(), once per bound graph
 
     def accept(self, fgraph: FunctionGraph, no_recycling: Any = None, profile: Any = None) -> Any:
         """Binds the linker to ``fgraph``; returns the bound linker.
         ``no_recycling`` (variables, or True for all) adds to what the
         linker never keeps between calls: the outputs and every variable
-        they view (:func:`~opweave.graph.destroy.no_recycling_of`)."""
-        if self.fgraph is not None and self.fgraph is not fgraph:
+        they view (:func:`~opweave.graph.destroy.no_recycling_of`). An
+        output that a later node destroys is linked as a copy made before
+        that node runs: :meth:`bound_graph` is then a graph of the same
+        nodes, and the output containers hold the copies."""
+        if self.fgraph is not None and self._accepted is not fgraph:
             return self.for_graph(fgraph).accept(fgraph, no_recycling, profile)
-        self.fgraph = fgraph
-        self.no_recycling = no_recycling_of(fgraph, no_recycling)
+        self._accepted = fgraph
+        self.fgraph = _outputs_copied(fgraph)
+        self.no_recycling = no_recycling_of(self.fgraph, no_recycling)
         self._order = None
         return self
 
@@ -201,7 +240,7 @@ class Linker:
         ``fgraph`` (a linker may choose another: the default mode's C linker
         links a graph with nodes that have no C code node by node)."""
         clone = copy.copy(self)
-        clone.fgraph = None
+        clone.fgraph = clone._accepted = None
         clone._order = None
         return clone
 
