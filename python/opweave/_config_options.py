@@ -87,7 +87,7 @@ OPTIONS = (
         parse_positive_float,
         _default_lock_timeout,
         "Seconds a build waits for the lock of a module another process is building "
-        "(PyTensor's spelling, compile__timeout, is accepted). Default: the core's, "
+        "(the old spelling, PyTensor's compile__timeout, works and warns once). Default: the core's, "
         "opweave._core.DEFAULT_LOCK_TIMEOUT.",
     ),
     ConfigOption(
@@ -259,9 +259,9 @@ OPTIONS = (
         "mode",
         parse_mode,
         "FAST_RUN",
-        "The mode of opweave.function when none is given: FAST_RUN or C (one compiled "
-        "module per graph; nodes without C code then run in Python), c|py (CVM), py "
-        "(FAST_COMPILE) or DebugMode.",
+        "The mode of opweave.function when none is given: FAST_RUN (one compiled module "
+        "per graph; nodes without C code run in Python), C (one compiled module, all C: a "
+        "node without C code is an error), c|py (CVM), py (FAST_COMPILE) or DebugMode.",
     ),
     ConfigOption(
         "on_unused_input",

@@ -36,7 +36,8 @@ class OpweaveConfig:
     """The configuration object. Options are attributes; unknown names raise
     AttributeError, and values are checked as they are set. An option's
     other name (PyTensor's ``compile__timeout`` for ``cache__lock_timeout``)
-    reads and sets the same option."""
+    reads and sets the same option, with a FutureWarning once per process;
+    an error about its value names it as the user wrote it."""
 
     def __init__(self, flags: str = "") -> None:
         object.__setattr__(self, "_options", {option.name: option for option in OPTIONS})
@@ -47,17 +48,22 @@ class OpweaveConfig:
             name = ALIASES.get(given, given)
             if name not in self._options:
                 _warn(
-                    f"unknown option {name!r} ignored; known options: "
+                    f"unknown option {given!r} ignored; known options: "
                     + ", ".join(sorted(self._options))
                 )
                 continue
+            _warn_old_spelling(given)
             try:
-                self._values[name] = self._parse(name, text)
+                self._values[name] = self._parse(given, text)
                 self._given.add(name)
             except ValueError as error:
                 _warn(f"{error}; the option keeps its default")
 
-    def _parse(self, name: str, value: Any) -> Any:
+    def _parse(self, typed: str, value: Any) -> Any:
+        """``value`` parsed for the option ``typed`` names; the error names
+        ``typed``, the name the user wrote (and the option, for another
+        name of one)."""
+        name = ALIASES.get(typed, typed)
         option = self._options[name]
         if isinstance(value, (list, tuple)):  # a list of paths
             value = ":".join(str(item) for item in value)
@@ -66,7 +72,8 @@ class OpweaveConfig:
         try:
             return option.parse(value)
         except ValueError as error:
-            raise ValueError(f"opweave option {name}: {error}") from None
+            shown = typed if typed == name else f"{typed} (the old spelling of {name})"
+            raise ValueError(f"opweave option {shown}: {error}") from None
 
     def _known(self, name: str) -> str:
         """The option ``name`` names (itself, or the option it is another
@@ -77,17 +84,19 @@ class OpweaveConfig:
         return known
 
     def __getattr__(self, name: str) -> Any:
-        name = self._known(name)
+        known = self._known(name)
+        _warn_old_spelling(name)
         options = object.__getattribute__(self, "_options")
         values = object.__getattribute__(self, "_values")
-        if name not in values:
-            values[name] = options[name].default_value()
-        return values[name]
+        if known not in values:
+            values[known] = options[known].default_value()
+        return values[known]
 
     def __setattr__(self, name: str, value: Any) -> None:
-        name = self._known(name)
-        self._values[name] = self._parse(name, value)
-        self._given.add(name)
+        known = self._known(name)
+        _warn_old_spelling(name)
+        self._values[known] = self._parse(name, value)
+        self._given.add(known)
         object.__setattr__(self, "_snapshot", None)
 
     def is_set(self, name: str) -> bool:
@@ -112,12 +121,12 @@ class OpweaveConfig:
     def change_flags(self, **changes: Any) -> Iterator[None]:
         """Sets options for the duration of a ``with`` block, then restores them."""
         missing = object()
-        changes = {self._known(name): value for name, value in changes.items()}
-        saved = {name: self._values.get(name, missing) for name in changes}
-        given = {name for name in changes if name in self._given}
+        known = {self._known(name): name for name in changes}  # option -> as typed
+        saved = {name: self._values.get(name, missing) for name in known}
+        given = {name for name in known if name in self._given}
         try:
-            for name, value in changes.items():
-                setattr(self, name, value)
+            for name, typed in known.items():
+                setattr(self, typed, changes[typed])
             yield
         finally:
             for name, value in saved.items():
@@ -132,6 +141,23 @@ class OpweaveConfig:
 
 def _warn(message: str) -> None:
     warnings.warn(f"OPWEAVE_FLAGS: {message}", stacklevel=3)
+
+
+_warned_spellings: set[str] = set()
+
+
+def _warn_old_spelling(typed: str) -> None:
+    """Warns, once per process and spelling, that ``typed`` is another
+    name of an option (PyTensor's ``compile__timeout``)."""
+    name = ALIASES.get(typed)
+    if name is None or typed in _warned_spellings:
+        return
+    _warned_spellings.add(typed)
+    warnings.warn(
+        f"opweave option {typed} is the old spelling of {name}; write {name}",
+        FutureWarning,
+        stacklevel=3,
+    )
 
 
 def _split_flags(flags: str) -> list[tuple[str, str]]:

@@ -15,11 +15,14 @@ def test_flags_are_parsed_and_typed() -> None:
     assert config.cache__lock_timeout == 12.5
 
 
-def test_pytensor_spelling_of_an_option_is_the_same_option_and_silent() -> None:
+def test_the_old_spelling_of_an_option_is_the_same_option_and_warns_once(monkeypatch) -> None:
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    from opweave import configparser
+
+    monkeypatch.setattr(configparser, "_warned_spellings", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         config = OpweaveConfig("compile__timeout=7")
         assert config.cache__lock_timeout == config.compile__timeout == 7.0
         assert config.is_set("cache__lock_timeout") and config.is_set("compile__timeout")
@@ -28,6 +31,25 @@ def test_pytensor_spelling_of_an_option_is_the_same_option_and_silent() -> None:
         with config.change_flags(compile__timeout=3):
             assert config.cache__lock_timeout == 3.0
         assert config.cache__lock_timeout == 9.0
+    old = [w for w in caught if issubclass(w.category, FutureWarning)]
+    assert len(old) == 1 and "compile__timeout is the old spelling of cache__lock_timeout" in str(
+        old[0].message
+    )
+    assert old[0].filename == __file__  # it points at the user's line
+
+
+@pytest.mark.filterwarnings("ignore:opweave option compile__timeout is the old spelling")
+def test_a_bad_value_is_reported_under_the_name_the_user_typed() -> None:
+    config = OpweaveConfig()
+    with pytest.raises(ValueError, match=r"option compile__timeout \(the old spelling of"):
+        config.compile__timeout = "soon"
+    with pytest.raises(ValueError, match=r"option compile__timeout \("):
+        with config.change_flags(compile__timeout=-1):
+            pass
+    with pytest.raises(ValueError, match=r"option cache__lock_timeout: "):
+        config.cache__lock_timeout = -1
+    with pytest.warns(UserWarning, match=r"option compile__timeout \(the old.*keeps its default"):
+        OpweaveConfig("compile__timeout=never")
 
 
 def test_the_lock_timeout_defaults_to_the_cores() -> None:
@@ -54,7 +76,7 @@ def test_bad_flags_warn_and_keep_the_defaults() -> None:
 def test_bad_values_set_at_run_time_raise() -> None:
     config = OpweaveConfig()
     with pytest.raises(ValueError, match="cache__lock_timeout"):
-        config.compile__timeout = -1
+        config.cache__lock_timeout = -1
     with pytest.raises(AttributeError, match="no configuration option"):
         config.no_such_option = 1
     with pytest.raises(AttributeError, match="no configuration option"):

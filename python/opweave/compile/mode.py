@@ -1,7 +1,11 @@
 """Modes: which linker turns a graph into a callable.
 
-- ``Mode(linker="c")`` or ``mode="C"`` (the default): the whole graph is one
-  compiled C module (:class:`opweave.link.c.basic.CLinker`).
+- ``mode="FAST_RUN"`` (the default, ``config.mode``): the whole graph is one
+  compiled C module (:class:`opweave.link.c.basic.CLinker`); a graph with
+  nodes that have no C code runs those in Python, as ``c|py`` does, as
+  PyTensor's FAST_RUN does.
+- ``Mode(linker="c")`` or ``mode="C"``: all C, as in PyTensor: a node with
+  no C code is an error that names it and the mode that would run it.
 - ``Mode(linker="c|py")`` or ``mode="CVM"``: each run of consecutive nodes
   with C code is one compiled module (a single node's module is shared by
   every graph applying the same op to the same types), the others run
@@ -25,6 +29,8 @@ __all__ = ["Mode", "get_default_mode", "get_mode", "known_mode_names"]
 _LINKERS = ("c", "c|py", "py")
 _NAMED = {name: linker for name, linker in MODE_NAMES.items() if linker != "debug"}
 _DEBUG = tuple(name for name, linker in MODE_NAMES.items() if linker == "debug")
+# The C linker that runs the nodes without C code in Python (PyTensor's FAST_RUN).
+_FALLBACK = ("FAST_RUN",)
 
 
 class Mode:
@@ -67,7 +73,9 @@ class Mode:
 
     def _identity(self) -> tuple[Any, ...]:
         linker = self.linker
-        return (type(linker), getattr(linker, "schedule", None), self.folds_constants)
+        schedule = getattr(linker, "schedule", None)
+        fallback = getattr(linker, "python_fallback", False)
+        return (type(linker), schedule, fallback, self.folds_constants)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mode) and other._identity() == self._identity()
@@ -76,9 +84,10 @@ class Mode:
         return hash(self._identity())
 
     def __repr__(self) -> str:
+        name = "FAST_RUN" if getattr(self.linker, "python_fallback", False) else self.linker_name
         if self.folds_constants:
-            return f"Mode(linker={self.linker_name!r})"
-        return f"Mode(linker={self.linker_name!r}, optimizer=None)"
+            return f"Mode(linker={name!r})"
+        return f"Mode(linker={name!r}, optimizer=None)"
 
 
 def _linker_object(linker: Any) -> Any:
@@ -112,15 +121,12 @@ def known_mode_names() -> list[str]:
 
 
 def get_default_mode() -> Mode:
-    """The mode of :func:`opweave.function` when none is given:
-    ``config.mode`` (by default FAST_RUN, the C linker), which runs the
-    nodes that have no C code in Python."""
+    """The mode of :func:`opweave.function` when none is given: the one
+    ``config.mode`` names (by default FAST_RUN: the C linker, which runs
+    the nodes that have no C code in Python)."""
     from opweave.configparser import config
 
-    mode = get_mode(config.mode)
-    if mode.linker_name == "c":
-        mode = Mode(_new_linker("c", python_fallback=True), mode.optimizer)
-    return mode
+    return get_mode(config.mode)
 
 
 def get_mode(mode: str | Mode | None) -> Mode:
@@ -134,6 +140,8 @@ def get_mode(mode: str | Mode | None) -> Mode:
             from opweave.compile.debugmode import DebugMode
 
             return DebugMode()
+        if mode in _FALLBACK:
+            return Mode(_new_linker("c", python_fallback=True))
         if mode in _NAMED:
             return Mode(_NAMED[mode])
         known = ", ".join(repr(name) for name in [*_NAMED, *_DEBUG])

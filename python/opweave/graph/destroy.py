@@ -181,11 +181,12 @@ def destroyed_outputs(nodes: Sequence[Apply], outputs: Sequence[Variable]) -> li
     copied before its destroyer runs (a copy is a reader, which the destroy
     orderings run first). A destroyer's own result is a new value, not its
     input's: it is never in the list."""
-    roots = {
-        id(view_root(node.inputs[k]))
-        for node in nodes
-        for k in {i for ins in _map(node, "destroy_map").values() for i in ins}
-    }
+    roots: set[int] = set()
+    for node in nodes:  # no Python call per node that destroys nothing
+        destroy_map = getattr(node.op, "destroy_map", None)
+        if destroy_map:
+            for inputs in destroy_map.values():
+                roots.update(id(view_root(node.inputs[k])) for k in inputs)
     if not roots:
         return []
     return [k for k, output in enumerate(outputs) if id(view_root(output)) in roots]

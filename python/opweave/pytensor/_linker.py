@@ -103,7 +103,8 @@ class OpweaveLinker(Linker):
             Container(v, c.storage, readonly=True)
             for v, c in zip(fgraph.outputs, outputs, strict=True)
         ]
-        return opweave_vm(thunk, linker.allow_gc), in_containers, out_containers
+        cells = [c.storage for c in in_containers]
+        return opweave_vm(thunk, linker.allow_gc, fgraph, cells), in_containers, out_containers
 
     def clone(self, allow_gc: bool | None = None) -> Any:
         """The linker of a Scan's inner function. PyTensor clones a mode's

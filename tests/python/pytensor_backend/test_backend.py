@@ -196,21 +196,30 @@ def test_shared_updates_pickling_copy_and_free() -> None:
     assert f(np.ones(3)) == 18.0
 
 
-def test_free_releases_what_the_module_keeps() -> None:
+def test_free_releases_what_the_module_keeps_and_reading_the_map_frees_nothing() -> None:
+    import gc
     import weakref
 
-    class Tracked(np.ndarray):
-        pass
-
     x = pt.dvector("x")
-    f = compiled([x], (x + 1) * 2)
-    fn = f.vm.function
+    f = compiled([x], (x[::-1] + 1) * 2)  # x[::-1]: a view of the input, kept in C
     assert not f.vm.allow_gc  # the whole-graph module keeps its intermediates
-    np.testing.assert_array_equal(f(np.zeros(2)), [2.0, 2.0])
-    fn.free()
-    np.testing.assert_array_equal(f(np.ones(2)), [4.0, 4.0])
-    ref = weakref.ref(f.vm.storage_map)
-    assert ref() is not None
+    a = np.zeros(3)
+    np.testing.assert_array_equal(f(a), [2.0, 2.0, 2.0])
+    for container in f.input_storage:
+        container.storage[0] = None  # only the module holds the input now
+    kept = weakref.ref(a)
+    del a
+    gc.collect()
+    assert kept() is not None  # the view the module keeps holds it
+    shared = f.copy(share_memory=True)  # iterates the storage map
+    assert len(list(f.vm.storage_map.items())) > 0
+    gc.collect()
+    assert kept() is not None  # reading the map released nothing
+    f.free()
+    gc.collect()
+    assert kept() is None  # free() released the view, and with it the input
+    np.testing.assert_array_equal(f(np.ones(3)), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(shared(np.ones(3)), [4.0, 4.0, 4.0])
 
 
 def test_scan_and_ifelse() -> None:
@@ -241,6 +250,23 @@ def test_errors_carry_pytensors_report() -> None:
     assert "Gemv" in type(node.op).__name__ or "Dot" in type(node.op).__name__
     assert "Apply node that caused the error" in notes
     assert "Inputs shapes" in notes
+
+
+def test_the_error_report_shows_the_real_intermediate_inputs() -> None:
+    A, v = pt.dmatrix("A"), pt.dvector("v")
+    f = compiled([A, v], pt.dot(pt.exp(A), pt.exp(v)))
+    with pytensor.config.change_flags(exception_verbosity="high"):
+        with pytest.raises(ValueError) as info:
+            f(np.zeros((2, 3)), np.zeros(4))
+    notes = "\n".join([str(info.value), *getattr(info.value, "__notes__", [])])
+    shapes = next(line for line in notes.splitlines() if line.startswith("Inputs shapes"))
+    assert "(2, 3)" in shapes and "(4,)" in shapes and "No shapes" not in shapes
+    node = f.vm.nodes[f.vm.position_of_error]
+    cells = f.vm.thunks[f.vm.position_of_error].inputs
+    by_shape = {np.shape(cell[0]): cell[0] for cell in cells}
+    np.testing.assert_array_equal(by_shape[(2, 3)], np.ones((2, 3)))  # exp(0), computed again
+    np.testing.assert_array_equal(by_shape[(4,)], np.ones(4))
+    assert any(variable.owner is not None for variable in node.inputs)
 
 
 def test_float16_without_f16_code_is_right() -> None:

@@ -54,6 +54,13 @@ class MissingCCode(NotImplementedError):
     """An op or type of the graph has no C implementation."""
 
 
+# What a MissingCCode message suggests: the modes that run such a node.
+RUN_IN_PYTHON = (
+    "mode='FAST_RUN' (the default) runs it in Python and the other nodes in C; "
+    "mode='py' runs every node in Python"
+)
+
+
 class OpStruct(NamedTuple):
     """The struct running a node's code."""
 
@@ -132,8 +139,8 @@ class NodeStructs:
             code = op.c_code(node, name, inputs, outputs, sub)
         except not_defined_errors(NotImplementedError) as error:
             raise MissingCCode(
-                f"{what} has no C implementation ({error}); run the graph with "
-                f"mode='py', or give {type(op).__name__} a c_code method"
+                f"{what} has no C implementation ({error}); {RUN_IN_PYTHON}, or give "
+                f"{type(op).__name__} a c_code method"
             ) from error
         calls: list[Callable[[], Any]] = [
             lambda: code,
@@ -340,12 +347,11 @@ def check_c_support(
         if not all(has_hook(variable.type, hook) for hook in _TYPE_HOOKS):
             raise MissingCCode(
                 f"type {variable.type} of {variable} has no C implementation "
-                "(it needs c_declare, c_init, c_extract and c_sync); run the graph "
-                "with mode='py'"
+                f"(it needs c_declare, c_init, c_extract and c_sync); {RUN_IN_PYTHON}"
             )
     for index, node in enumerate(nodes):
         if get_hook(node.op, "c_code") is None:
             raise MissingCCode(
                 f"{label(index, node)} has no C implementation: "
-                f"{type(node.op).__name__} defines no c_code; run the graph with mode='py'"
+                f"{type(node.op).__name__} defines no c_code; {RUN_IN_PYTHON}"
             )

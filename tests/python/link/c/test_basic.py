@@ -16,6 +16,7 @@ from support.ops import PyPlusOne
 
 import opweave
 from opweave.compile.function import function
+from opweave.compile.mode import get_default_mode, get_mode
 from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
@@ -52,13 +53,18 @@ def scale_function(**kwargs):
 
 def test_op_without_c_code_is_named_in_c_mode_and_runs_in_python_otherwise() -> None:
     x = dvector("x")
-    with pytest.raises(MissingCCode, match=r"node 0 \(PyPlusOne\).*no C implementation"):
+    named = r"node 0 \(PyPlusOne\).*no C implementation.*mode='FAST_RUN' \(the default\) runs it"
+    with pytest.raises(MissingCCode, match=named):
         function([x], PyPlusOne()(x), mode="C")
     np.testing.assert_array_equal(function([x], PyPlusOne()(x), mode="py")(np.ones(2)), [2.0, 2.0])
-    # The default mode runs such nodes in Python, as PyTensor's does.
-    default = function([x], PyPlusOne()(x))
-    np.testing.assert_array_equal(default(np.ones(2)), [2.0, 2.0])
-    assert default.mode.linker_name == "c|py" and default.node_outcomes == [None]
+    # The default mode, FAST_RUN however it is named, runs such nodes in
+    # Python and the others in C, as PyTensor's does.
+    for mode in (None, "FAST_RUN", get_mode("FAST_RUN"), get_default_mode()):
+        default = function([x], Scale()(PyPlusOne()(x)), mode=mode)
+        np.testing.assert_array_equal(default(np.ones(2)), [4.0, 4.0])
+        assert default.mode.linker_name == "c|py"
+        assert default.node_outcomes[0] is None and default.node_outcomes[1] is not None
+    assert get_mode("FAST_RUN") == get_default_mode() != get_mode("C")
 
 
 def test_editing_c_code_recompiles_without_a_version_bump(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -259,7 +259,7 @@ def test_a_lock_timeout_reaches_the_user_as_lock_timeout(
         slow.wait_until_running(1)
         env = dict(os.environ)
         env["OPWEAVE_FLAGS"] = (
-            f"cxx={slow.path},compile__timeout=1.5,cmodule__precompiled_header=false"
+            f"cxx={slow.path},cache__lock_timeout=1.5,cmodule__precompiled_header=false"
         )
         done = subprocess.run(
             [sys.executable, "-c", _EXPECT_TIMEOUT, str(isolated_cache), mode],
