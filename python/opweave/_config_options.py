@@ -87,8 +87,8 @@ OPTIONS = (
         parse_positive_float,
         _default_lock_timeout,
         "Seconds a build waits for the lock of a module another process is building "
-        "(the old spelling, PyTensor's compile__timeout, works and warns once). Default: the core's, "
-        "opweave._core.DEFAULT_LOCK_TIMEOUT.",
+        "(the old spelling, PyTensor's compile__timeout, works and warns once). Default: "
+        "the core's, opweave._core.DEFAULT_LOCK_TIMEOUT.",
     ),
     ConfigOption(
         "compile__jobs",

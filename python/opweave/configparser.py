@@ -125,7 +125,7 @@ class OpweaveConfig:
         saved = {name: self._values.get(name, missing) for name in known}
         given = {name for name in known if name in self._given}
         try:
-            for name, typed in known.items():
+            for typed in known.values():
                 setattr(self, typed, changes[typed])
             yield
         finally:
