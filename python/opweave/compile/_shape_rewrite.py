@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from opweave.graph.basic import Apply, Variable, io_toposort
+from opweave.graph.basic import Apply, Variable, io_toposort, is_variable
 from opweave.graph.fg import FunctionGraph
 from opweave.graph.replace import clone_replace
 
@@ -94,7 +94,7 @@ def _dimension(fgraph: FunctionGraph, variable: Variable, k: int, depth: int) ->
     entry = shape[k]
     if isinstance(entry, (int, np.integer)):
         return _int64_constant(entry)
-    if not isinstance(entry, Variable):
+    if not is_variable(entry):
         raise TypeError(
             f"infer_shape gave {entry!r} for a dimension; expected an int or a variable"
         )
@@ -132,7 +132,7 @@ def _shape_i_source(variable: Variable) -> tuple[Variable, int] | None:
 
 def _same_source(shape: tuple[Any, ...]) -> Variable | None:
     """The variable whose dimensions ``shape`` lists in order, if any."""
-    sources = [_shape_i_source(e) if isinstance(e, Variable) else None for e in shape]
+    sources = [_shape_i_source(e) if is_variable(e) else None for e in shape]
     if not sources or any(s is None for s in sources):
         return None
     first = sources[0][0]  # type: ignore[index]

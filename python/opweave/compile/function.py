@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from opweave import _core
 from opweave.compile.mode import Mode, get_mode
-from opweave.compile.rewrite import prepare
+from opweave.compile.rewrite import Prepared, prepare
 from opweave.graph.basic import Variable
 from opweave.graph.destroy import infer_reuse_pattern
 from opweave.graph.fg import FunctionGraph
@@ -107,11 +107,15 @@ def function(
     graph_seconds = time.perf_counter() - start
     label = f"function {name!r}" if name else "function"
     single = args.single and not args.shared
+    in_python = copied.copy_in_python or copied.copy_inputs_in_python
     thunk, _, _ = linker.make_thunk(
         binding=InputBinding(fgraph.inputs, label, allow_input_downcast),
-        unpack_single=single and not copied,
+        unpack_single=single and not in_python,
     )
-    fn = thunk.function if not copied else _copying_function(thunk.function, single, copied)
+    fn = thunk.function
+    if in_python:
+        names = [v.name for v in fgraph.inputs]
+        fn = _copying_function(fn, single, copied, names)
     if args.shared:
         fn.trust_input = trust_input
         explicit = InputBinding(args.inputs, label, allow_input_downcast)
@@ -123,10 +127,11 @@ def function(
     return fn
 
 
-def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, list[int], Mode]:
+def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, Prepared, Mode]:
     """The linker of ``chosen`` bound to the graph of ``args``, prepared
-    for it (folded, protected); the output positions still to copy in
-    Python (see :mod:`opweave.compile.rewrite`); and the mode the function
+    for it (folded, protected); what was prepared, whose positions of
+    outputs and inputs are still to copy in Python (see
+    :mod:`opweave.compile.rewrite`); and the mode the function
     runs in (the default mode's C linker gives way to ``c|py`` for a graph
     with nodes that have no C code)."""
     fgraph = FunctionGraph(
@@ -140,7 +145,7 @@ def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, list[int], Mode]:
         fgraph = FunctionGraph(list(fgraph.inputs), prepared.outputs)
     # What the linkers empty at every call: the results returned are the caller's.
     no_recycling = infer_reuse_pattern(fgraph, fgraph.outputs)
-    return linker.accept(fgraph, no_recycling=no_recycling), prepared.copy_in_python, chosen
+    return linker.accept(fgraph, no_recycling=no_recycling), prepared, chosen
 
 
 def _describe(fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tuple) -> None:
@@ -214,18 +219,36 @@ def describe_profile(profile: dict[str, Any]) -> str:
     )
 
 
-def _copying_function(inner: Any, single: bool, positions: list[int]) -> Any:
-    """``inner`` (which returns a list) with the outputs at ``positions``
-    deep-copied: the C-mode stand-in for DeepCopyOp on types that registered
-    no C code for it."""
+def _copying_function(inner: Any, single: bool, prepared: Prepared, names: list[Any]) -> Any:
+    """``inner`` (which returns a list) with the inputs at
+    ``prepared.copy_inputs_in_python`` (given by position, or by their
+    ``names``) deep-copied before the call and the outputs at
+    ``prepared.copy_in_python`` after it: the C-mode stand-in for DeepCopyOp
+    on types that registered no C code for it."""
+    inputs, outputs = prepared.copy_inputs_in_python, prepared.copy_in_python
 
     def run(*args: Any, **kwargs: Any) -> Any:
+        if inputs:
+            args, kwargs = _copied_arguments(args, kwargs, inputs, names)
         results = inner(*args, **kwargs)
-        for position in positions:
+        for position in outputs:
             results[position] = copy.deepcopy(results[position])
         return results[0] if single else results
 
     return wrapping_function(run, inner, single)
+
+
+def _copied_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any], positions: list[int], names: list[Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` with the inputs at ``positions`` deep-copied."""
+    given, named = list(args), dict(kwargs)
+    for position in positions:
+        if position < len(given):
+            given[position] = copy.deepcopy(given[position])
+        elif names[position] in named:
+            named[names[position]] = copy.deepcopy(named[names[position]])
+    return tuple(given), named
 
 
 def wrapping_function(run: Any, inner: Any, unpack_single: bool) -> Any:

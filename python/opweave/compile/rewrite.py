@@ -9,7 +9,8 @@
   function input, a shared value or a constant, directly or through views,
   works on a :class:`~opweave.compile.ops.DeepCopyOp` of it, unless the
   input was given as ``In(variable, mutable=True)`` (PyTensor's
-  ``Supervisor``). Two destroyers of one variable raise
+  ``Supervisor``). In C mode, an input whose type has no DeepCopyOp C code
+  is copied in Python before each call instead. Two destroyers of one variable raise
   :class:`~opweave.graph.destroy.InconsistencyError` first.
 - **outputs are readers**: an output that a later node destroys (it is,
   or views, what an in-place node overwrites) is wrapped in
@@ -56,11 +57,14 @@ view_root = alias_root  # the variable whose memory a variable shares
 
 
 class Prepared(NamedTuple):
-    """The outputs to link, and the positions that must still be copied in
-    Python (C mode, for types with no registered DeepCopyOp C code)."""
+    """The outputs to link, the positions of the outputs that must still
+    be copied in Python after a call, and of the inputs that must be copied
+    in Python before it (C mode, for types with no registered DeepCopyOp C
+    code)."""
 
     outputs: list[Variable]
     copy_in_python: list[int]
+    copy_inputs_in_python: list[int] = []  # noqa: RUF012  # a NamedTuple's default
 
 
 def _folding_thunk(node: Apply, linker: str) -> NodeThunk | None:
@@ -131,24 +135,31 @@ def protect_destroyed_inputs(
     outputs: Sequence[Variable],
     mutable: Collection[int] = (),
     nodes: Sequence[Apply] | None = None,
+    copied_in_python: set[int] | None = None,
 ) -> list[Variable]:
     """``outputs``, rebuilt so that no node destroys an input (but those
     whose id is in ``mutable``), a constant or a view of one: such a node
     destroys a DeepCopyOp of that variable instead. ``nodes``: the nodes
-    between ``inputs`` and ``outputs``, when known."""
-    from opweave.compile.ops import deep_copy_op
+    between ``inputs`` and ``outputs``, when known. With
+    ``copied_in_python`` (C mode), an input whose type has no DeepCopyOp C
+    code is left as it is and its position added there: the caller copies
+    its value before each call."""
+    from opweave.compile.ops import DeepCopyOp, deep_copy_op
 
     nodes = io_toposort(inputs, outputs) if nodes is None else nodes
     destroy_orderings(nodes)  # two destroyers of one variable: an error, copies or not
     if not any(_destroyed(node) for node in nodes):
         return list(outputs)
-    protected = {id(v) for v in inputs if id(v) not in mutable}
+    position_of = {id(v): k for k, v in enumerate(inputs) if id(v) not in mutable}
     replaced: dict[int, Variable] = {}
     for node in nodes:
         new = [replaced.get(id(v), v) for v in node.inputs]
         for position in _destroyed(node):
             root = destroyed_root(new[position])
-            if id(root) in protected or is_constant(root):
+            in_python = copied_in_python is not None and id(root) in position_of
+            if in_python and DeepCopyOp.c_code_entry(root.type) is None:
+                cast(set[int], copied_in_python).add(position_of[id(root)])
+            elif id(root) in position_of or is_constant(root):
                 new[position] = deep_copy_op(new[position])
         if any(a is not b for a, b in zip(new, node.inputs, strict=True)):
             for old, made in zip(node.outputs, _rebuilt(node, new).outputs, strict=True):
@@ -213,8 +224,10 @@ def prepare(
         outputs = fold_constants(fgraph, outputs, linker)
     unchanged = all(a is b for a, b in zip(outputs, fgraph.outputs, strict=True))
     nodes = fgraph.apply_nodes if unchanged else None
-    protected = protect_destroyed_inputs(fgraph.inputs, outputs, mutable, nodes)
+    inputs_in_python: set[int] | None = set() if linker == "c" else None
+    protected = protect_destroyed_inputs(fgraph.inputs, outputs, mutable, nodes, inputs_in_python)
     if any(a is not b for a, b in zip(protected, outputs, strict=True)):
         nodes = None  # copies were inserted
     outputs = protect_read_outputs(fgraph.inputs, protected, nodes)
-    return protect_outputs(fgraph.inputs, outputs, linker)
+    prepared = protect_outputs(fgraph.inputs, outputs, linker)
+    return prepared._replace(copy_inputs_in_python=sorted(inputs_in_python or ()))

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from opweave.graph.basic import Apply, Variable
+from opweave.graph.basic import Apply, is_variable
 from opweave.graph.utils import MethodNotDefined
 
 __all__ = ["Op", "op_label"]
@@ -45,8 +45,8 @@ class Op:
             raise TypeError(f"{self} takes {len(self.itypes)} inputs, got {len(inputs)}")
         checked = []
         for position, (value, itype) in enumerate(zip(inputs, self.itypes, strict=True)):
-            if not isinstance(value, Variable) or value.type != itype:
-                got = value.type if isinstance(value, Variable) else type(value).__name__
+            if not is_variable(value) or value.type != itype:
+                got = value.type if is_variable(value) else type(value).__name__
                 raise TypeError(f"{self}: input {position} must be of type {itype}, got {got}")
             checked.append(value)
         return Apply(self, checked, [otype() for otype in self.otypes])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from opweave.graph.basic import Apply, Variable, graph_inputs, io_toposort
+from opweave.graph.basic import Variable, graph_inputs, io_toposort, is_variable, make_apply
 
 __all__ = ["clone_replace"]
 
@@ -16,11 +16,13 @@ def clone_replace(
     """``outputs`` computed with each key of ``replace`` replaced by its
     value: the nodes that depend on a replaced variable are copied (same
     op, new inputs, fresh outputs of the same types); the rest of the graph
-    is shared. Each replacement must have the replaced variable's type."""
+    is shared. Each replacement must have the replaced variable's type.
+    Any library's variables will do (the graph protocol: ``type``,
+    ``owner``, ``clone()``)."""
     pairs = list(replace.items()) if isinstance(replace, dict) else list(replace)
     mapping: dict[int, Variable] = {}
     for old, new in pairs:
-        if not isinstance(old, Variable) or not isinstance(new, Variable):
+        if not is_variable(old) or not is_variable(new):
             raise TypeError(f"replacements map variables to variables, got {old!r} -> {new!r}")
         if new.type != old.type:
             converted = old.type.convert_variable(new)
@@ -36,7 +38,7 @@ def clone_replace(
             continue
         if any(id(v) in mapping for v in node.outputs):
             continue  # a replaced output: the replacement stands for it
-        copy = Apply(node.op, inputs, [v.clone() for v in node.outputs])
+        copy = make_apply(node.op, inputs, [v.clone() for v in node.outputs], like=node)
         for old, new in zip(node.outputs, copy.outputs, strict=True):
             mapping[id(old)] = new
     return [mapping.get(id(o), o) for o in outputs]

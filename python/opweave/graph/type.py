@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-from opweave.graph.basic import Constant, Variable
+from opweave.graph.basic import Constant, Variable, is_variable
 from opweave.graph.utils import MethodNotDefined
 
 __all__ = ["Type"]
@@ -31,7 +31,7 @@ class Type:
     def filter_variable(self, other: Any, allow_convert: bool = True) -> Variable:
         """Returns ``other`` as a variable of this type: a constant for a
         plain value, the variable itself if its type is this one."""
-        if not isinstance(other, Variable):
+        if not is_variable(other):
             return self.make_constant(other)
         if other.type == self:
             return other

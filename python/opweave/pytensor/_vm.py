@@ -1,3 +1,5 @@
+# mypy: disable-error-code="import-not-found"
+# (PyTensor is optional: opweave[pytensor]; without it, its modules are Any.)
 """What PyTensor's ``Function`` calls: the compiled graph bound to its input
 and output cells (:class:`opweave._core.CellCall`, a call in C), with the
 attributes ``Function`` reads from a virtual machine: ``nodes``,

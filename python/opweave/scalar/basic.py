@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from opweave.configparser import config
-from opweave.graph.basic import Constant, Variable
+from opweave.graph.basic import Constant, Variable, is_variable
 from opweave.link.c.type import CType
 from opweave.scalar.dtypes import (
     ALL_DTYPES,
@@ -304,7 +304,7 @@ def as_scalar(x: Any, name: str | None = None) -> ScalarVariable:
     is, a Python or NumPy number as a constant of its NumPy dtype (``3`` is
     int64, ``2.5`` float64). Raises TypeError for anything else, including a
     0-d tensor variable (opweave has no op turning a tensor into a scalar)."""
-    if isinstance(x, Variable):
+    if is_variable(x):
         if isinstance(x.type, ScalarType):
             return x  # type: ignore[return-value]
         raise TypeError(f"as_scalar: {x} has type {x.type}, not a ScalarType")

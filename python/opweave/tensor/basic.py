@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from opweave.configparser import config
-from opweave.graph.basic import Apply, Variable
+from opweave.graph.basic import Apply, is_variable
 from opweave.scalar.dtypes import cast_downcast, normalize_dtype
 from opweave.tensor.type import TensorType
 from opweave.tensor.variable import TensorConstant, TensorVariable
@@ -27,8 +27,8 @@ def as_tensor_variable(
         if len(x.outputs) != 1:
             raise TypeError(f"cannot convert {x}, which has {len(x.outputs)} outputs, to a tensor")
         x = x.outputs[0]
-    if isinstance(x, Variable):
-        if not isinstance(x.type, TensorType) or not isinstance(x, TensorVariable):
+    if is_variable(x):
+        if not isinstance(x.type, TensorType):
             raise TypeError(f"cannot convert {x} of type {x.type} to a tensor variable")
         if ndim is not None and x.type.ndim != ndim:
             raise ValueError(f"{x} has {x.type.ndim} dimensions, expected {ndim}")
@@ -46,7 +46,7 @@ def constant(
     Python int int64, anything else keeps NumPy's dtype. With ``dtype`` the
     value is cast (as NumPy casts). ``ndim`` adds leading dimensions of
     length 1, or removes leading ones of length 1."""
-    if isinstance(x, Variable):
+    if is_variable(x):
         raise TypeError(f"constant() expects a value, got the variable {x}")
     if dtype is not None:
         array = cast_downcast(x, np.dtype(normalize_dtype(dtype)))

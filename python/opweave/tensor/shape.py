@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from opweave.graph.basic import Apply, Variable
+from opweave.graph.basic import Apply, Variable, is_variable
 from opweave.link.c._c_code_registry import (
     fill_code,
     find_entry,
@@ -61,7 +61,7 @@ def register_shape_i_c_code(
 
 
 def _as_variable(x: Any) -> Variable:
-    return x if isinstance(x, Variable) else as_tensor_variable(x)
+    return x if is_variable(x) else as_tensor_variable(x)
 
 
 def _static_ndim(x: Variable) -> int | None:

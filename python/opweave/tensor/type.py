@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opweave.configparser import config
-from opweave.graph.basic import Variable
+from opweave.graph.basic import Variable, is_variable
 from opweave.link.c.type import CType
 from opweave.scalar.basic import upcast
 from opweave.scalar.dtypes import (
@@ -233,7 +233,7 @@ class TensorType(CType):
     def filter_variable(self, other: Any, allow_convert: bool = True) -> Variable:
         """``other`` as a variable usable as this type: a constant for a plain
         value; a variable whose type is this one or more specific."""
-        if not isinstance(other, Variable):
+        if not is_variable(other):
             return self.make_constant(other)
         if other.type == self or (allow_convert and self.convert_variable(other) is not None):
             return other
