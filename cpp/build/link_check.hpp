@@ -11,7 +11,7 @@ namespace opweave::cache {
 // The flags that make the linker report every symbol the module leaves
 // undefined (as warnings: Python's own symbols are resolved only when the
 // interpreter loads the module). Duplicate definitions stay errors: there is
-// no -z muldefs.
+// no -z muldefs (link_merge.hpp merges the copies of one piece of code).
 std::vector<std::string> link_check_flags();
 
 // Checks what the link with link_check_flags() reported. Undefined symbols
@@ -20,12 +20,5 @@ std::vector<std::string> link_check_flags();
 // objects, the C and C++ runtimes or a declared library) throws a
 // CompileError naming it and the object that references it.
 void check_undefined_symbols(CompileResult& result);
-
-// Whether a link that failed with `diagnostics` failed on names defined
-// more than once, each named by exactly one of `shared_code` (so every copy
-// comes from that piece of code, repeated in several translation units):
-// then it may be linked again with them merged (-z muldefs).
-bool duplicates_from_shared_code(const std::string& diagnostics,
-                                 const std::vector<std::string>& shared_code);
 
 }  // namespace opweave::cache

@@ -12,6 +12,7 @@
 #include "build/build_support.hpp"
 #include "build/compile_slots.hpp"
 #include "build/link_check.hpp"
+#include "build/link_merge.hpp"
 #include "build/module_key.hpp"
 #include "build/remote_tier.hpp"
 #include "build/source_paths.hpp"
@@ -29,6 +30,17 @@
 namespace opweave {
 
 namespace {
+
+// The objects of a link with their sources and labels (see link_merge.hpp).
+std::vector<cache::LinkedObject> linked_objects(
+    const std::vector<std::filesystem::path>& objects,
+    const std::vector<std::pair<const std::string*, std::string>>& sources) {
+    std::vector<cache::LinkedObject> linked;
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+        linked.push_back({objects[i], sources[i].first, sources[i].second});
+    }
+    return linked;
+}
 
 constexpr const char* k_source_name = "module.cpp";
 constexpr const char* k_staged_library = "module.so";
@@ -406,9 +418,15 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     util::run_parallel(tasks, cache::compile_jobs(m_cache.options().compile_jobs), monitor);
 
     std::vector<std::filesystem::path> objects = {staging / k_staged_object};
+    // Per object: its source and what it is (for link_merge.hpp).
+    std::vector<std::pair<const std::string*, std::string>> staged_sources = {
+        {&m_request.source, "the module's own translation unit"}};
     for (std::size_t i = 0; i < m_request.units.size(); ++i) {
         if (staged[i]) {  // else a duplicate of an earlier unit
             objects.push_back(unit_object(staging, i));
+            staged_sources.emplace_back(&m_request.units[i].source,
+                                        "unit " + std::to_string(i) + " (" +
+                                            m_request.units[i].label + ")");
             built_units.push_back(*staged[i]);
             events.insert(events.end(), found[i]->events.begin(), found[i]->events.end());
             cache::merge_headers(main.headers, found[i]->entry.headers);
@@ -432,12 +450,13 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
             linking = m_compiler.link(link, objects, monitor);
         } catch (const CompileError& error) {
             // Support code repeated in several units defines its names in
-            // each: merged, when every copy is one piece's.
-            if (!cache::duplicates_from_shared_code(error.diagnostics(),
-                                                    m_request.shared_code)) {
+            // each: the copies are merged, when every one is that piece's.
+            if (!cache::weaken_shared_duplicates(error.diagnostics(),
+                                                 linked_objects(objects, staged_sources),
+                                                 m_request.shared_code,
+                                                 m_compiler.identity().path, monitor)) {
                 throw;
             }
-            link.flags.emplace_back("-Wl,-z,muldefs");
             linking = m_compiler.link(link, objects, monitor);
         }
         cache::check_undefined_symbols(linking);

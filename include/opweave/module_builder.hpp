@@ -75,10 +75,11 @@ struct ModuleRequest {
     // copy comes from the same piece of `shared_code`.
     std::vector<TranslationUnit> units;
     // With units: the pieces of code (support code) that several of them may
-    // hold. A name defined in more than one unit is merged at the link (the
-    // first definition is kept) when exactly one piece names it: then every
-    // copy is that piece's. Not part of the key: it changes what links, not
-    // what is linked.
+    // hold. A name defined in more than one object is merged at the link
+    // (every copy but the first made weak) only when exactly one piece names
+    // it, that piece defines it, and every object that defines it holds that
+    // piece: then every copy is that piece's (cpp/build/link_merge.hpp). Not
+    // part of the key: it changes what links, not what is linked.
     std::vector<std::string> shared_code;
     // Flags, directories, libraries and optimisation. Its source, output,
     // depfile and unkeyed flags are set by build_module.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "build/link_check.hpp"
+#include "build/link_merge.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 
@@ -50,22 +51,33 @@ OPWEAVE_TEST(any_other_undefined_symbol_is_an_error_naming_it) {
     }
 }
 
-OPWEAVE_TEST(duplicates_merge_only_when_one_piece_of_shared_code_names_them) {
-    const std::vector<std::string> shared = {"int helper(int x) { return x; }\n",
-                                             "static int other = 1;\n"};
+OPWEAVE_TEST(the_names_defined_twice_are_read_from_each_linker) {
     const std::vector<std::string> reports = {
         "unit.cpp:(.text+0x0): multiple definition of `helper(int)'; module.o: first defined\n",
         "unit-1.o:unit.cpp:function helper(int): error: multiple definition of 'helper(int)'\n",
-        "ld.lld: error: duplicate symbol: opweave_code::helper(int)\n"};
+        "ld.lld: error: duplicate symbol: helper(int)\n"};
     for (const std::string& report : reports) {
-        CHECK(cache::duplicates_from_shared_code(report, shared));
-        // Named by two pieces (one may only declare it): not merged.
-        CHECK(!cache::duplicates_from_shared_code(report, {shared[0], "int helper(int);\n"}));
-        // Named by none (a macro made it): not merged.
-        CHECK(!cache::duplicates_from_shared_code(report, {shared[1]}));
+        const std::vector<std::string> names = cache::duplicate_symbols(report);
+        CHECK_EQ(names.size(), 1u);
+        CHECK_EQ(names.at(0), std::string("helper(int)"));
     }
-    // "helpers" is not "helper".
-    CHECK(!cache::duplicates_from_shared_code(reports[0], {"int helpers(int);\n"}));
-    // A failure that is not a duplicate.
-    CHECK(!cache::duplicates_from_shared_code("ld: cannot find -lfoo\n", shared));
+    CHECK(cache::duplicate_symbols("ld: cannot find -lfoo\n").empty());
+    // Each name once, however many times it is reported.
+    CHECK_EQ(cache::duplicate_symbols(reports[0] + reports[0]).size(), 1u);
+}
+
+OPWEAVE_TEST(a_piece_defines_a_name_only_with_a_body_or_a_value) {
+    CHECK(cache::defines("int helper(int x) { return x; }\n", "helper"));
+    CHECK(cache::defines("static inline int\nhelper(int x) noexcept\n{\n  return x;\n}\n", "helper"));
+    CHECK(cache::defines("int counter = 0;\n", "counter"));
+    CHECK(cache::defines("double table[4];\n", "table"));
+    CHECK(cache::defines("namespace ns {\nint helper() { return 1; }\n}\n", "helper"));
+    CHECK(cache::defines("extern \"C\" {\nint helper() { return 1; }\n}\n", "helper"));
+    // Declarations, uses, comments and strings define nothing.
+    CHECK(!cache::defines("int helper(int);\n", "helper"));
+    CHECK(!cache::defines("extern int counter;\n", "counter"));
+    CHECK(!cache::defines("int f() { if (helper(1)) { return 1; } return 0; }\n", "helper"));
+    CHECK(!cache::defines("// int helper() { return 1; }\nconst char* s = \"helper() {}\";\n",
+                          "helper"));
+    CHECK(!cache::defines("int helpers() { return 1; }\n", "helper"));
 }

@@ -159,30 +159,59 @@ OPWEAVE_TEST(real_units_link_into_one_library_that_calls_across_them) {
         "}\n";
     // Both units define support(), as support code repeated in two units
     // does: the link fails, and merges them only when one piece of shared
-    // code names it.
+    // code names it, defines it, and is held by every unit that defines it.
     request.units.push_back({"int support() { return 2; }\nint twice(int x) { return 2 * x; }\n",
                              "twice"});
     request.units.push_back({"int support() { return 2; }\n", "support"});
-    bool thrown = false;
-    try {
-        build_module(cache, compiler, request);
-    } catch (const CompileError& error) {
-        thrown = true;
-        CHECK(error.diagnostics().find("support()") != std::string::npos);
-    }
-    CHECK(thrown);
+    const auto refused = [&](const char* why) {
+        try {
+            build_module(cache, compiler, request);
+        } catch (const CompileError& error) {
+            CHECK(std::string(error.what()).find("support()") != std::string::npos);
+            CHECK(std::string(error.what()).find(why) != std::string::npos);
+            return true;
+        }
+        return false;
+    };
+    CHECK(refused("support()"));  // no shared code: two definitions
     // Two pieces name it: which one defines each copy cannot be told.
     request.shared_code = {"int support() { return 2; }\n", "int support();\n"};
-    thrown = false;
-    try {
-        build_module(cache, compiler, request);
-    } catch (const CompileError&) {
-        thrown = true;
-    }
-    CHECK(thrown);
+    CHECK(refused("not one piece of support code"));
+    // The one piece that names it only declares it.
+    request.shared_code = {"int support();\n"};
+    CHECK(refused("not one piece of support code"));
     request.shared_code = {"int support() { return 2; }\n", "int supported = 1;\n"};
     const BuiltModule built = build_module(cache, compiler, request);
     CHECK_EQ(opweave_test::call_answer(built.library), 42);
+}
+
+OPWEAVE_TEST(two_different_definitions_of_a_name_never_link_at_any_optimisation_level) {
+    for (const OptLevel level : {OptLevel::o0, OptLevel::o2}) {
+        TempDir dir;
+        ModuleCache cache(cache_options(dir));
+        const SystemCompiler compiler;
+        ModuleRequest request;
+        request.source =
+            "int support();\n"
+            "extern \"C\" __attribute__((visibility(\"default\"))) int opweave_answer() {\n"
+            "    return support();\n"
+            "}\n";
+        request.job.opt_level = level;
+        // One unit holds the shared piece, the other its own, different text.
+        request.units.push_back({"int support() { return 2; }\n", "first op"});
+        request.units.push_back({"int support() { return 3; }\n", "second op"});
+        request.shared_code = {"int support() { return 2; }\n"};
+        bool thrown = false;
+        try {
+            build_module(cache, compiler, request);
+        } catch (const CompileError& error) {
+            thrown = true;
+            const std::string what = error.what();
+            CHECK(what.find("'support()' is defined more than once") != std::string::npos);
+            CHECK(what.find("unit 1 (second op)") != std::string::npos);
+        }
+        CHECK(thrown);
+    }
 }
 
 OPWEAVE_TEST(a_link_that_leaves_a_symbol_undefined_fails_and_names_it) {

@@ -55,6 +55,21 @@ def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) 
     return places
 
 
+def _duplicate_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) -> list[str]:
+    """The code that names a name the link found defined more than once
+    (see cpp/build/link_merge.hpp): its definitions are there, or in a
+    header."""
+    found = re.search(r"'([^']+)' is defined more than once", summary)
+    if found is None:
+        return []
+    name = found[1]
+    bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
+    word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
+    fragments = [f for f in _fragments(spec) if f.origin >= 0 and word.search(f.text)]
+    places = dict.fromkeys(origins[f.origin] for f in fragments)
+    return [f"{place}: defines or declares '{name}'" for place in places]
+
+
 def explained(
     error: CompileError,
     assembled: _core.AssembledModule,
@@ -65,9 +80,14 @@ def explained(
     in it) where each of the first few diagnostics points, or the code that
     uses a symbol that nothing defines."""
     places: list[str] = _undefined_places(error.summary, spec, origins)
+    places.extend(_duplicate_places(error.summary, spec, origins))
     source_name = error.source.rsplit("/", 1)[-1] if error.source else "module.cpp"
+    headers: list[str] = []  # what a diagnostic says of a header's line (a definition there)
     for match in _DIAGNOSTIC_LINE.finditer(error.diagnostics):
         if not match["file"].endswith((source_name, "module.cpp")):
+            own = match["file"].endswith("unit.cpp")  # a unit's lines: not this text's
+            if not own and re.search("previously defined|redefinition", match["rest"]):
+                headers.append(f"{match['file']}, line {match['line']}: {match['rest']}")
             continue
         found = assembled.origin_of_line(int(match["line"]))
         if found is not None and found[0] >= 0:
@@ -77,6 +97,7 @@ def explained(
                 places.append(place)
         if len(places) >= 3:
             break
+    places.extend(dict.fromkeys(headers[:2]))
     summary = error.summary
     if places:
         summary += "\n" + "\n".join(f"  in {place}" for place in places)
