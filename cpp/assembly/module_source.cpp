@@ -449,8 +449,10 @@ void write_exports(SourceWriter& out, const ModuleSpec& spec) {
     out.raw("}  // namespace\n\n");
 }
 
-// The part of the module's exec that fills its `nodes` dict (nothing when
-// there are no exports, so that the text of other modules does not change).
+// The part of the module's exec that fills its `node_exports` dict (nothing
+// when there are no exports, so that the text of other modules does not
+// change). Its name is not the `nodes` of before: exports made before they
+// were compiled only in a context their key covers are never used.
 std::string exports_exec(const ModuleSpec& spec) {
     if (spec.exports.empty()) {
         return "";
@@ -468,7 +470,7 @@ std::string exports_exec(const ModuleSpec& spec) {
                 "        Py_DECREF(table);\n    }\n";
     }
     text +=
-        "    int added = PyModule_AddObjectRef(module, \"nodes\", nodes);\n"
+        "    int added = PyModule_AddObjectRef(module, \"node_exports\", nodes);\n"
         "    Py_DECREF(nodes);\n"
         "    if (added != 0) { return -1; }\n";
     return text;

@@ -246,7 +246,7 @@ OPWEAVE_TEST(units_are_laid_out_on_their_own_and_initialised_by_the_module) {
 OPWEAVE_TEST(exports_come_after_the_graph_and_fill_the_nodes_dict) {
     ModuleSpec spec = two_block_spec();
     const std::string plain = opweave::assemble_module(spec).text;
-    CHECK(plain.find("\"nodes\"") == std::string::npos);  // no exports: the text of before
+    CHECK(plain.find("\"node_exports\"") == std::string::npos);  // no exports: the text of before
     opweave::GraphExport graph;
     graph.key = "0123abcd-node_key";
     graph.table = "opweave_node_one";
@@ -261,7 +261,7 @@ OPWEAVE_TEST(exports_come_after_the_graph_and_fill_the_nodes_dict) {
           std::string::npos);
     CHECK(text.find("PyDict_SetItemString(nodes, \"0123abcd-node_key\", table)") !=
           std::string::npos);
-    CHECK(text.find("PyModule_AddObjectRef(module, \"nodes\", nodes)") != std::string::npos);
+    CHECK(text.find("PyModule_AddObjectRef(module, \"node_exports\", nodes)") != std::string::npos);
     // The export's fragment is attributed to its origin.
     const int line = line_of(text, "opweave_node_one = {};");
     CHECK_EQ(opweave::origin_of_line(module, line), 1u);

@@ -17,13 +17,17 @@ __all__ = ["load_exports", "remember_exports"]
 
 # node code key -> (entry key, library) of the module this process last found exporting it
 _export_memo: dict[str, tuple[str, str]] = {}
+# The module attribute holding a module's exports (node key -> graph ABI
+# capsule). Modules made before exports were compiled only in a context
+# their key covers named it "nodes": their exports are never used.
+EXPORTS = "node_exports"
 
 
 def remember_exports(compiled: CompiledModule) -> None:
     """Notes, for this process, the node codes ``compiled`` exports (see
     opweave.link.c._node_keys), so that :func:`load_exports` checks its
     entry rather than reading the index for each of them."""
-    for key in [*getattr(compiled.module, "nodes", {}), compiled.key]:
+    for key in [*getattr(compiled.module, EXPORTS, {}), compiled.key]:
         _export_memo[key] = (compiled.key, str(compiled.library))
 
 
@@ -70,7 +74,7 @@ def _exported(cache: _core.ModuleCache, entry: Any, key: str) -> tuple[ModuleTyp
         return None
     library = entry.file_ending(".so")
     # A module whose key is the node's exports its own graph.
-    exported = {key: module.abi} if key == entry.key else getattr(module, "nodes", {})
+    exported = {key: module.abi} if key == entry.key else getattr(module, EXPORTS, {})
     if key not in exported:  # its metadata lists the key: the library does not match it
         log.warning("cache entry %s does not export node code %s", entry.dir, key[:12])
         return None

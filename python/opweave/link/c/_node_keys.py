@@ -33,6 +33,7 @@ from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, ma
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c._dep_list import Dependencies
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
+from opweave.link.c._export_context import ModuleContext
 
 __all__ = [
     "MISSING",
@@ -189,6 +190,8 @@ def export_parts(graph: Any, key: str) -> dict[str, Any]:
         "read": graph.node_plan.inputs,
         "made": graph.node_plan.outputs,
         "shared_state": not graph.node_plan.orphans and not graph.node_plan.struct.stateful,
+        "headers": list(graph.spec.headers),
+        "support": [text for text, _ in graph.spec.support_code],
     }
 
 
@@ -196,13 +199,17 @@ def with_exports(
     spec: _core.ModuleSpec, names: Sequence[str], codes: Sequence[NodeCode]
 ) -> _core.ModuleSpec:
     """``spec`` (whose definitions define ``names``) exporting the graph of
-    each of ``codes``: its export's text, after those of its graph's
+    each of ``codes`` that it compiles as the node's own module would
+    (:class:`._export_context.ModuleContext`): its export's text, after those of its graph's
     definitions that the module lacks (their origins appended to the
     module's)."""
     out = spec.copy()
     origins = spec.origins
     present = set(names)
-    unique = list(dict((c.key, c) for c in codes).values())
+    context = ModuleContext(spec)
+    unique = [c for c in dict((c.key, c) for c in codes).values() if context.holds_alone(c.export)]
+    if not unique:
+        return out
     read = {cell for code in unique for cell in code.export["read"]}
     made = {cell for code in unique for cell in code.export["made"]}
     shared = any(code.export["shared_state"] for code in unique)
