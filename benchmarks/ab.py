@@ -5,7 +5,7 @@ Usage: python benchmarks/ab.py BASE HEAD FIGURE[:GRAPH] ... [--pairs N] [--trace
 
 BASE and HEAD are Python interpreters (or virtualenv directories) with an
 opweave each. For each figure (see ab_worker.py: fresh_hit, memo_hit, hooks,
-hooks_all, cpy_fresh, call; GRAPH a graph of scaling_graphs.py, kchainA20 by
+hooks_all, cpy_fresh, cold, cpy_cold, call; GRAPH a graph of scaling_graphs.py, kchainA20 by
 default), each install first warms a compile dir of its own; then N pairs
 (10 by default, at least 10) each run one fresh process of BASE and one of
 HEAD, in alternating order, and the pair's ratio HEAD / BASE is taken. The

@@ -16,6 +16,8 @@ scaling_graphs.py):
 - hooks_all: the same plus the phase that makes the dependency list;
 - cpy_fresh: ms of a c|py function() in a fresh process, every node's code
   compiled before;
+- cold, cpy_cold: ms of a function() (default mode, c|py) in a fresh process
+  and an empty compile dir: the whole compile, exports included;
 - call: µs per call of the compiled function.
 """
 
@@ -67,7 +69,14 @@ def main() -> None:
     prepare, count_calls = "--prepare" in sys.argv, "--calls" in sys.argv
     api = import_backend("opweave")
     inputs, outputs = build(api, graph)
-    mode = "c|py" if figure == "cpy_fresh" else None
+    mode = "c|py" if figure in ("cpy_fresh", "cpy_cold") else None
+    if figure.endswith("cold"):
+        if prepare:  # nothing to warm: each run compiles in a directory of its own
+            print(json.dumps({"value": 0.0, "calls": 0}))
+            return
+        import opweave
+
+        opweave.config.compiledir = str(cache / f"cold-{os.getpid()}-{time.time_ns()}")
     if figure.startswith("hooks") and not prepare:
         for index in (cache / "v2" / "records" / "graphs", cache / "graphs"):
             shutil.rmtree(index, ignore_errors=True)  # either layout's graph index
@@ -101,6 +110,8 @@ def main() -> None:
         value = {
             "fresh_hit": seconds * 1e3,
             "cpy_fresh": seconds * 1e3,
+            "cold": seconds * 1e3,
+            "cpy_cold": seconds * 1e3,
             "hooks": profile.get("hooks", 0.0) * 1e3,
             "hooks_all": (profile.get("hooks", 0.0) + profile.get("dependencies", 0.0)) * 1e3,
         }[figure]

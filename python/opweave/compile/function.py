@@ -112,10 +112,7 @@ def function(
         binding=InputBinding(fgraph.inputs, label, allow_input_downcast),
         unpack_single=single and not in_python,
     )
-    fn = thunk.function
-    if in_python:
-        names = [v.name for v in fgraph.inputs]
-        fn = _copying_function(fn, single, copied, names)
+    fn = _copying_function(thunk.function, single, copied, fgraph) if in_python else thunk.function
     if args.shared:
         fn.trust_input = trust_input
         explicit = InputBinding(args.inputs, label, allow_input_downcast)
@@ -219,13 +216,14 @@ def describe_profile(profile: dict[str, Any]) -> str:
     )
 
 
-def _copying_function(inner: Any, single: bool, prepared: Prepared, names: list[Any]) -> Any:
+def _copying_function(inner: Any, single: bool, prepared: Prepared, fgraph: Any) -> Any:
     """``inner`` (which returns a list) with the inputs at
-    ``prepared.copy_inputs_in_python`` (given by position, or by their
-    ``names``) deep-copied before the call and the outputs at
+    ``prepared.copy_inputs_in_python`` (given by position, or by the names
+    of ``fgraph``'s inputs) deep-copied before the call and the outputs at
     ``prepared.copy_in_python`` after it: the C-mode stand-in for DeepCopyOp
     on types that registered no C code for it."""
     inputs, outputs = prepared.copy_inputs_in_python, prepared.copy_in_python
+    names = [v.name for v in fgraph.inputs]
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if inputs:

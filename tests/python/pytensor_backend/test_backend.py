@@ -346,3 +346,21 @@ def test_profile_counts_calls() -> None:
     f(np.ones(2))
     assert f.profile.fct_callcount == 2
     assert f.profile.linker_time > 0
+
+
+def test_an_output_a_later_inplace_node_destroys_keeps_its_value() -> None:
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import Elemwise
+
+    add_inplace = Elemwise(ps.add, inplace_pattern={0: 0})
+    x = pt.dvector("x")
+    mid = x * 2
+    one = pt.constant(np.array([1.0]))
+    outputs = [mid, add_inplace(mid, one), mid]
+    cpy = pytensor.compile.mode.Mode(linker="opweave_c|py", optimizer="fast_run")
+    for mode in ("OPWEAVE", cpy):
+        f = compiled([x], outputs, mode=mode, accept_inplace=True)
+        got = f(np.array([1.0, 2.0]))
+        np.testing.assert_array_equal(got[0], [2.0, 4.0])
+        np.testing.assert_array_equal(got[1], [3.0, 5.0])
+        np.testing.assert_array_equal(got[2], [2.0, 4.0])

@@ -5,14 +5,17 @@ module exports a node only when nothing else it holds can change what the
 node's code means there (issue 36):
 
 - every header it includes that the node's own module does not is a system
-  header (``<...>``), and
+  header (``<...>``), and then the node's own code has no preprocessor line
+  (an ``#ifdef`` may test what such a header defines), and
 - the rest of the user's code it holds (other ops' support code, other
   nodes' definitions) has no preprocessor line (a macro reaches every line
   after it) and declares, at its top level, no name that the node's own
   code names (a type, a function, an overload, a variable).
 
 Otherwise the node's code is not exported there; a graph that needs it
-later compiles the node's own module, which its key does cover.
+later compiles the node's own module, which its key does cover. What this
+does not see: an overload that a system header another node includes adds
+to a function the node calls (``abs`` of a double once ``<cmath>`` is in).
 """
 
 from __future__ import annotations
@@ -115,8 +118,12 @@ class ModuleContext:
         """Whether the node whose export parts are ``export`` (see
         _node_keys.export_parts) compiles here as in its own module."""
         own_headers = set(export["headers"])
-        if any(not h.startswith("<") for h in self.headers if h not in own_headers):
+        extra = [h for h in self.headers if h not in own_headers]
+        if any(not h.startswith("<") for h in extra):
             return False
+        own_texts = [*export["support"], *(t for d in export["definitions"] for t, _ in d)]
+        if extra and any(_DIRECTIVE.search(text) for text in own_texts):
+            return False  # its own #if may test what another header defines
         if self.member_directive:
             return False
         own = set(export["support"])
