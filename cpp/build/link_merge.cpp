@@ -77,8 +77,8 @@ std::vector<int> block_depths(const std::string& code) {
     for (std::size_t i = 0; i < code.size(); ++i) {
         depth[i] = current;
         if (code[i] == '{') {
-            std::size_t start = code.find_last_of(";{}", i == 0 ? 0 : i - 1);
-            start = start == std::string::npos ? 0 : start + 1;
+            const std::size_t end = i == 0 ? std::string::npos : code.find_last_of(";{}", i - 1);
+            const std::size_t start = end == std::string::npos ? 0 : end + 1;
             const std::string head = code.substr(start, i - start);
             const bool scope = names(head, "namespace") || head.find("extern") != std::string::npos;
             counted.push_back(!scope);

@@ -73,6 +73,7 @@ OPWEAVE_TEST(a_piece_defines_a_name_only_with_a_body_or_a_value) {
     CHECK(cache::defines("double table[4];\n", "table"));
     CHECK(cache::defines("namespace ns {\nint helper() { return 1; }\n}\n", "helper"));
     CHECK(cache::defines("extern \"C\" {\nint helper() { return 1; }\n}\n", "helper"));
+    CHECK(cache::defines("{ int x; }\nint helper() { return 1; }\n", "helper"));  // a brace first
     // Declarations, uses, comments and strings define nothing.
     CHECK(!cache::defines("int helper(int);\n", "helper"));
     CHECK(!cache::defines("extern int counter;\n", "counter"));
