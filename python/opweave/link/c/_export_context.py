@@ -15,7 +15,8 @@ node's code means there (issue 36):
 Otherwise the node's code is not exported there; a graph that needs it
 later compiles the node's own module, which its key does cover. What this
 does not see: an overload that a system header another node includes adds
-to a function the node calls (``abs`` of a double once ``<cmath>`` is in).
+to a function the node calls (every module includes Python's and NumPy's
+headers, ``<math.h>`` among them, so the common ones are always there).
 """
 
 from __future__ import annotations
