@@ -13,9 +13,19 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import warnings
 
-import pytensor
+try:
+    import pytensor
+except ModuleNotFoundError as error:
+    if error.name != "pytensor":
+        raise
+    raise ImportError(
+        "opweave.pytensor needs PyTensor 3.3 (pip install 'opweave[pytensor]'), which needs "
+        f"Python 3.12 or later; this is Python {sys.version_info[0]}.{sys.version_info[1]}"
+        + ("" if sys.version_info >= (3, 12) else ", so pip left PyTensor out")
+    ) from error
 from pytensor.compile import mode as _pt_mode
 from pytensor.compile.inner_function import HasInnerFunction
 from pytensor.graph.op import Op as _PtOp
