@@ -217,6 +217,15 @@ OPTIONS = (
         "PyTensor does, unless it is set.",
     ),
     ConfigOption(
+        "cmodule__fastmath",
+        parse_bool,
+        False,
+        "Compile generated modules with the flags closest to Numba's fastmath "
+        "(-fno-trapping-math -fno-signed-zeros -fassociative-math -freciprocal-math "
+        "-ffp-contract=fast), without -ffinite-math-only, so infinities and NaNs still "
+        "compare and survive. Part of the cache key. Off: IEEE results.",
+    ),
+    ConfigOption(
         "cmodule__remove_gxx_opt",
         parse_bool,
         False,

@@ -22,7 +22,7 @@ from opweave.link.c._requests import extension_job
 from opweave.link.c.hooks import call_optional_hook, declares_version
 from opweave.link.c.sanitize import sanitizer_flags
 
-__all__ = ["chosen_compiler", "compile_job", "key_extra"]
+__all__ = ["FASTMATH_FLAGS", "chosen_compiler", "compile_job", "key_extra"]
 
 # The flags PyTensor compiles its modules with, minus the optimisation level
 # (set from config.cmodule__remove_gxx_opt).
@@ -32,6 +32,17 @@ _DEFAULT_FLAGS = (
     "-Wno-unused-variable",
     "-Wno-write-strings",
     "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION",
+)
+
+# config.cmodule__fastmath: Numba's fastmath (arcp, contract, reassoc, nsz;
+# afn has no GCC flag) without -ffinite-math-only, so that a -inf
+# log-density stays -inf.
+FASTMATH_FLAGS = (
+    "-fno-trapping-math",
+    "-fno-signed-zeros",
+    "-fassociative-math",
+    "-freciprocal-math",
+    "-ffp-contract=fast",
 )
 
 
@@ -66,7 +77,8 @@ def compile_job(objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
     (``config.cmodule__march``) and ``config.gcc__cxxflags``, minus every
     ``c_no_compile_args`` (an option with its argument is one group, see
     :mod:`._flags`); with ``config.cmodule__sanitize``, the
-    sanitizer flags; with ``config.cmodule__debug``, ``-DDEBUG``; then the
+    sanitizer flags; with ``config.cmodule__fastmath``, FASTMATH_FLAGS; with
+    ``config.cmodule__debug``, ``-DDEBUG``; then the
     linker's (``config.cmodule__linker``)."""
     kw = {"c_compiler": compiler}
 
@@ -84,6 +96,7 @@ def compile_job(objects: Sequence[Any], compiler: Any) -> _core.CompileJob:
         *march_flags(compiler),
         *shlex.split(config.gcc__cxxflags),
         *sanitizer_flags(compiler),
+        *(FASTMATH_FLAGS if config.cmodule__fastmath else ()),
         *(["-DDEBUG"] if config.cmodule__debug else []),
     ]
     flags = remove_flags(flags, collect("c_no_compile_args"))
