@@ -38,7 +38,7 @@ from opweave.graph.utils import register_not_defined
 from opweave.link.c._node_keys import register_snapshot
 from opweave.pytensor._linker import OpweaveLinker
 
-__all__ = ["SUPPORTED_PYTENSOR", "OpweaveLinker", "check_version"]
+__all__ = ["SUPPORTED_PYTENSOR", "OpweaveLinker", "check_version", "use"]
 
 _log = logging.getLogger(__name__)
 
@@ -115,6 +115,7 @@ _inner_graph_rewrites_as_c()
 if "opweave" not in _pt_mode.predefined_linkers:
     _pt_mode.register_linker("opweave", OpweaveLinker("c"))
     _pt_mode.register_linker("opweave_c|py", OpweaveLinker("c|py"))
+    _pt_mode.register_linker("opweave_py", OpweaveLinker("py"))
 if "OPWEAVE" not in _pt_mode.predefined_modes:
     _pt_mode.register_mode("OPWEAVE", _pt_mode.Mode(linker="opweave", optimizer="fast_run"))
 
@@ -137,3 +138,18 @@ def _accept_registered_modes() -> None:
 
 
 _accept_registered_modes()
+
+
+def use() -> None:
+    """Makes opweave PyTensor's back end for every function PyTensor
+    compiles from now on, PyMC's included: ``pytensor.config.mode`` becomes
+    ``"OPWEAVE"``, and PyTensor's ``FAST_COMPILE`` mode, which PyMC asks for
+    by name for one-off functions (initial points, shapes), runs each node's
+    ``perform`` through opweave's Python linker (``"opweave_py"``, with
+    ``fast_compile`` rewrites), so that nothing is linked by Numba or
+    PyTensor's ``vm``, and nothing is written to PyTensor's compiledir.
+    Calling it again does nothing more."""
+    fast_compile = _pt_mode.Mode(linker="opweave_py", optimizer="fast_compile")
+    _pt_mode.FAST_COMPILE = fast_compile
+    _pt_mode.predefined_modes["FAST_COMPILE"] = fast_compile
+    pytensor.config.mode = "OPWEAVE"

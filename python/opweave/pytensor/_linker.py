@@ -14,6 +14,7 @@ from typing import Any
 from pytensor.link.basic import Container, Linker
 
 from opweave import _core
+from opweave.link.basic import PerformLinker
 from opweave.link.c.basic import CLinker
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.link.thunk import Linker as OpweaveLinkerBase
@@ -45,8 +46,10 @@ class OpweaveLinker(Linker):
         scheduler: Any = None,
         debug_mode: Any = None,
     ) -> None:
-        if kind not in ("c", "c|py", "debug"):
-            raise ValueError(f"OpweaveLinker kind must be 'c', 'c|py' or 'debug', not {kind!r}")
+        if kind not in ("c", "c|py", "py", "debug"):
+            raise ValueError(
+                f"OpweaveLinker kind must be 'c', 'c|py', 'py' or 'debug', not {kind!r}"
+            )
         super().__init__(allow_gc=allow_gc, scheduler=scheduler)
         self.kind = kind
         self.debug_mode = debug_mode
@@ -79,6 +82,8 @@ class OpweaveLinker(Linker):
             from opweave.compile.debugmode import DebugLinker, DebugMode
 
             linker = DebugLinker(self.debug_mode or DebugMode(), schedule=schedule)
+        elif self.kind == "py":
+            linker = PerformLinker(allow_gc=self.allow_gc, schedule=schedule)
         else:
             linker = OpWiseCLinker(allow_gc=self.allow_gc, schedule=schedule)
         return linker.accept(fgraph, self.no_recycling)
