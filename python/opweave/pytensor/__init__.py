@@ -37,6 +37,7 @@ from opweave.graph.perform import PERFORM, register_own_thunk
 from opweave.graph.utils import register_not_defined
 from opweave.link.c._node_keys import register_snapshot
 from opweave.pytensor._linker import OpweaveLinker
+from opweave.pytensor._ofg import TAG as _OFG_TAG
 
 __all__ = ["SUPPORTED_PYTENSOR", "OpweaveLinker", "check_version", "use"]
 
@@ -117,7 +118,9 @@ if "opweave" not in _pt_mode.predefined_linkers:
     _pt_mode.register_linker("opweave_c|py", OpweaveLinker("c|py"))
     _pt_mode.register_linker("opweave_py", OpweaveLinker("py"))
 if "OPWEAVE" not in _pt_mode.predefined_modes:
-    _pt_mode.register_mode("OPWEAVE", _pt_mode.Mode(linker="opweave", optimizer="fast_run"))
+    # fast_run, and OpFromGraph nodes of C code inlined (_ofg.py)
+    _fast_run = _pt_mode.predefined_optimizers["fast_run"].including(_OFG_TAG)
+    _pt_mode.register_mode("OPWEAVE", _pt_mode.Mode(linker="opweave", optimizer=_fast_run))
 
 
 def _accept_registered_modes() -> None:

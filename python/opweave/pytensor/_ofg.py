@@ -1,0 +1,46 @@
+# mypy: disable-error-code="import-not-found"
+# (PyTensor is optional: opweave[pytensor]; without it, its modules are Any.)
+"""``OpFromGraph`` under ``"OPWEAVE"``: a node whose inner graph is all C
+code is inlined into the outer graph, after PyTensor's rewrites have
+rewritten that inner graph (``ofg_inner_graph``, with the C linker's
+rewrites), so that the whole graph is one compiled module, not an inner
+function that PyTensor links with its own ``cvm`` and caches in its own
+compiledir. The rewrite is in PyTensor's ``optdb`` under the tag
+``"opweave"``, which only opweave's mode includes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.mode import optdb
+from pytensor.compile.rewriting import inline_ofg_node
+from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
+from pytensor.link.c.interface import CLinkerOp
+
+__all__ = ["TAG", "inline_c_op_from_graph"]
+
+TAG = "opweave"
+# After ofg_inner_graph (49.6), which rewrites inner graphs, and before the
+# in-place rewrites (50 and later), which then see the inlined nodes.
+_POSITION = 49.65
+
+
+def _has_c_code(op: Any) -> bool:
+    """Whether ``op`` defines C code (not CLinkerOp's raising default)."""
+    return isinstance(op, CLinkerOp) and type(op).c_code is not CLinkerOp.c_code
+
+
+@node_rewriter([OpFromGraph])
+def inline_c_op_from_graph(fgraph: Any, node: Any) -> Any:
+    """The outputs of ``node``'s inner graph on its inputs, when every inner
+    node has C code; else False (the node stays an OpFromGraph)."""
+    if all(_has_c_code(inner.op) for inner in node.op.fgraph.toposort()):
+        return inline_ofg_node(node)
+    return False
+
+
+if "opweave_inline_ofg" not in optdb:
+    optdb.register(
+        "opweave_inline_ofg", dfs_rewriter(inline_c_op_from_graph), TAG, position=_POSITION
+    )
