@@ -45,3 +45,26 @@ def test_an_op_from_graph_with_a_python_node_stays_whole() -> None:
     f = pytensor.function([x], inner(x) + 1, mode="OPWEAVE")
     assert len(op_from_graph_nodes(f)) == 1
     np.testing.assert_array_equal(f(np.array([3.0, 1.0, 2.0])), [3.0, 5.0, 7.0])
+
+
+@pytest.mark.slow  # compiles a PyMC model with the C back end too
+def test_a_mixtures_gradient_is_one_module_with_the_c_back_ends_values() -> None:
+    pm = pytest.importorskip("pymc", reason="needs PyMC (.ci/run installs it with the extra)")
+    rng = np.random.default_rng(0)
+    data = np.concatenate([rng.normal(-2, 1, 60), rng.normal(2, 1, 60)])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        ordered = pm.distributions.transforms.ordered
+        mu = pm.Normal("mu", 0, 5, shape=2, transform=ordered, initval=[-1.0, 1.0])
+        pm.NormalMixture("y", w, mu, sigma=1.0, observed=data)
+    ours = model.logp_dlogp_function(ravel_inputs=True, mode="OPWEAVE")
+    theirs = model.logp_dlogp_function(ravel_inputs=True, mode="CVM")
+    fn = ours._pytensor_function
+    assert op_from_graph_nodes(fn) == []
+    assert getattr(fn.vm.function, "node_outcomes", None) is None  # one module, all C
+    point = np.array([0.1, -1.5, 0.7])
+    ours.set_extra_values({})
+    theirs.set_extra_values({})
+    (logp, grad), (want_logp, want_grad) = ours(point), theirs(point)
+    np.testing.assert_allclose(logp, want_logp, rtol=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
