@@ -160,6 +160,7 @@ def main() -> None:
             calls = run(worker, environment(Path(tmp), flags))
         us = calls["us"]
         row = f"{name:<24}" + "".join(f"{us.get(b, float('nan')):>14.1f}" for b in BACKENDS)
+        row += "   agree" if all(calls["agree"].values()) else f"   DIFFER {calls['agree']}"
         result = {"calls": calls}
         if not args.skip_starts:
             result.update(starts(name, args.repeat))
