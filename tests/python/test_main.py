@@ -41,9 +41,10 @@ def test_demo_compiles_then_hits_from_a_fresh_process() -> None:
     count = len(demo_examples())
     assert count >= 5
     example_lines = [line for line in this_process if line.endswith(" ok")]
-    assert len(example_lines) == count and all(" built " in line for line in example_lines)
+    built = all(" built " in line for line in example_lines)
+    assert len(example_lines) == count and built, result.stdout + result.stderr
     hits = [line for line in fresh_process if line.endswith(" ok")]
-    assert len(hits) == count and all(" hit " in line for line in hits)
+    assert len(hits) == count and all(" hit " in line for line in hits), result.stdout + result.stderr
     assert "float32*int16 = [ 1.  6. 15.]" in result.stdout
     assert "mul(add(x, y), z)(1, 2, 3) = 9.0" in result.stdout
 
