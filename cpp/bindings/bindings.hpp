@@ -32,5 +32,6 @@ void init_function(pybind11::module_& m);
 void init_step_runner(pybind11::module_& m);
 void init_cell_call(pybind11::module_& m);
 void init_deps(pybind11::module_& m);
+void init_dep_values(pybind11::module_& m);
 
 }  // namespace opweave::bindings

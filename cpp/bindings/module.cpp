@@ -22,4 +22,5 @@ PYBIND11_MODULE(_core, m) {
     opweave::bindings::init_step_runner(m);
     opweave::bindings::init_cell_call(m);
     opweave::bindings::init_deps(m);
+    opweave::bindings::init_dep_values(m);
 }

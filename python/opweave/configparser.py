@@ -85,7 +85,8 @@ class OpweaveConfig:
 
     def __getattr__(self, name: str) -> Any:
         known = self._known(name)
-        _warn_old_spelling(name)
+        if known != name:  # an old spelling (no call on the common path)
+            _warn_old_spelling(name)
         options = object.__getattribute__(self, "_options")
         values = object.__getattribute__(self, "_values")
         if known not in values:
@@ -94,7 +95,8 @@ class OpweaveConfig:
 
     def __setattr__(self, name: str, value: Any) -> None:
         known = self._known(name)
-        _warn_old_spelling(name)
+        if known != name:
+            _warn_old_spelling(name)
         self._values[known] = self._parse(name, value)
         self._given.add(known)
         object.__setattr__(self, "_snapshot", None)

@@ -39,6 +39,14 @@ def _fragments(spec: _core.ModuleSpec) -> Iterator[_core.CodeFragment]:
         yield from definition
 
 
+def _naming(fragments: list[_core.CodeFragment], name: str) -> list[_core.CodeFragment]:
+    """The fragments whose text holds the identifier a linker's ``name``
+    ends with (``ns::f(int)``: ``f``)."""
+    bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
+    word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
+    return [f for f in fragments if word.search(f.text)]
+
+
 def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) -> list[str]:
     """Where the code that names each symbol the link left undefined comes
     from (see cpp/build/link_check.cpp)."""
@@ -48,9 +56,7 @@ def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) 
     # Read out of the spec once: each read of a field copies it.
     fragments = [f for f in _fragments(spec) if f.origin >= 0] if symbols else []
     for name in symbols:
-        bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
-        word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
-        users = dict.fromkeys(origins[f.origin] for f in fragments if word.search(f.text))
+        users = dict.fromkeys(origins[f.origin] for f in _naming(fragments, name))
         places.extend(f"{user}: uses '{name}', which nothing defines" for user in users)
     return places
 
@@ -63,10 +69,8 @@ def _duplicate_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) 
     if found is None:
         return []
     name = found[1]
-    bare = re.sub(r"\(.*", "", name).rsplit("::", 1)[-1]
-    word = re.compile(rf"(?<!\w){re.escape(bare)}(?!\w)")
-    fragments = [f for f in _fragments(spec) if f.origin >= 0 and word.search(f.text)]
-    places = dict.fromkeys(origins[f.origin] for f in fragments)
+    fragments = [f for f in _fragments(spec) if f.origin >= 0]
+    places = dict.fromkeys(origins[f.origin] for f in _naming(fragments, name))
     return [f"{place}: defines or declares '{name}'" for place in places]
 
 
