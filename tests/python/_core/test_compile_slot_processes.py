@@ -50,7 +50,7 @@ class SlotWorker:
         return self.taken()
 
     def release(self) -> float:
-        """Frees the child's slot; returns when it did (time.monotonic())."""
+        """Frees the child's slot; returns the time.monotonic() just before it did."""
         self.command("release")
         return float(read_event(self.process)["released"])  # type: ignore[arg-type]
 

@@ -15,7 +15,8 @@ stdout so the parent test can follow what the child did.
 - ``slot ROOT SLOT_DIR JOBS``: takes and frees compile slots of a cache at
   ROOT (SLOT_DIR ``-``: the default directory) as stdin says, one command a
   line: ``take`` prints {"waiting": pid} before it waits and {"slot",
-  "path", "at"} once it holds a slot; ``release`` prints {"released": at}.
+  "path", "at"} once it holds a slot; ``release`` prints {"released": at}, the time
+  just before the slot was freed.
   Times are time.monotonic(), which all processes share.
 """
 
@@ -118,8 +119,11 @@ def slot(root: str, slot_dir: str, jobs: int) -> None:
             held = _core.CompileSlot(cache)
             emit(slot=held.index, path=str(held.path), at=time.monotonic())
         elif line.strip() == "release" and held is not None:
+            # The time is read before the slot is freed: a waiter may take
+            # the slot, and read its own time, before release() returns.
+            releasing = time.monotonic()
             held.release()
-            emit(released=time.monotonic())
+            emit(released=releasing)
 
 
 def main() -> None:
