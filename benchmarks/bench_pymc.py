@@ -51,7 +51,7 @@ def environment(caches: Path, flags: str = "") -> dict[str, str]:
     )
 
 
-def _function(model_name: str, backend: str, switch: bool = False):
+def sampler_function(model_name: str, backend: str, switch: bool = False):
     """The model's logp and gradient function under ``backend``, and its
     initial point as one array; ``switch``: opweave.pytensor.use() first."""
     import pymc as pm
@@ -71,7 +71,7 @@ def _function(model_name: str, backend: str, switch: bool = False):
 
 def start_worker(model_name: str, backend: str, began: float) -> None:
     """Prints the seconds to the first value of the model's function."""
-    f, array = _function(model_name, backend, switch=backend == "OPWEAVE")
+    f, array = sampler_function(model_name, backend, switch=backend == "OPWEAVE")
     assert f(array) is not None
     print(json.dumps({"seconds": time.perf_counter() - began}))
 
@@ -83,7 +83,7 @@ def calls_worker(model_name: str, batches: int) -> None:
     functions = {}
     for backend in BACKENDS:
         try:
-            functions[backend] = _function(model_name, backend)
+            functions[backend] = sampler_function(model_name, backend)
         except Exception as error:  # a back end that cannot build this model
             print(f"{backend}: {type(error).__name__}: {error}", file=sys.stderr)
     values = {b: f(a) for b, (f, a) in functions.items()}
