@@ -36,6 +36,7 @@ from opweave.configparser import config as _ow_config
 from opweave.graph.perform import PERFORM, register_own_thunk
 from opweave.graph.utils import register_not_defined
 from opweave.link.c._node_keys import register_snapshot
+from opweave.pytensor._kernels import register_all as _register_kernels
 from opweave.pytensor._linker import OpweaveLinker
 from opweave.pytensor._ofg import TAG as _OFG_TAG
 
@@ -112,6 +113,7 @@ def _inner_graph_rewrites_as_c() -> None:
 
 
 _inner_graph_rewrites_as_c()
+_register_kernels()
 
 if "opweave" not in _pt_mode.predefined_linkers:
     _pt_mode.register_linker("opweave", OpweaveLinker("c"))

@@ -29,6 +29,7 @@ from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply, is_constant
 from opweave.link.c._node_keys import MISSING, constant_signature, memo_snapshot, signature
 from opweave.link.c.hooks import call_optional_hook, declares_version
+from opweave.link.c.kernels import code_op
 
 __all__ = ["GraphKey", "MemoKey", "forget", "graph_key", "recall", "remember", "versioned"]
 
@@ -68,7 +69,7 @@ class GraphKey(NamedTuple):
 def versioned(nodes: Sequence[Apply]) -> bool:
     """Whether every node's op declares a code version for it."""
     for node in nodes:
-        op: Any = node.op
+        op: Any = code_op(node)
         if declares_version(op, "c_code_cache_version_apply"):
             found = call_optional_hook(op, "c_code_cache_version_apply", node, default=())
         else:

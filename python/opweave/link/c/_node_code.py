@@ -32,6 +32,7 @@ from opweave.graph.basic import Apply, Variable
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c._cells import Cells, Fragment, Fragmenter, code_hash, step_function
 from opweave.link.c.hooks import call_hook, call_optional_hook, get_hook, has_hook
+from opweave.link.c.kernels import code_op
 
 __all__ = ["MissingCCode", "NodeStructs", "OpStruct", "check_c_support", "first_positions"]
 
@@ -127,7 +128,7 @@ class NodeStructs:
 
     def hook_texts(self, node: Apply, name: str, args: NodeArgs, what: str) -> list[str]:
         """The texts of the node hooks, under node name ``name``."""
-        op: Any = node.op  # its C hooks are looked up by name (ops are duck-typed)
+        op: Any = code_op(node)  # its C hooks are looked up by name (ops are duck-typed)
         # The same variable twice among the inputs has one name, that of its
         # first position (PyTensor's Elemwise asserts one name per variable).
         inputs = [f"V_in{first}" for first in args.same]
@@ -166,11 +167,12 @@ class NodeStructs:
             texts = self.hook_texts(node, f"node_{code_hash(*texts, *cells)}", args, what)
         key = "\0".join([*texts, *cells])
         found = self.structs.get(key)
+        op = code_op(node)
         if found is not None:
             op_ids = self.op_ids[found.name]
-            if id(node.op) not in op_ids:
-                op_ids.add(id(node.op))
-                self.codes[self.order[found.name]].ops.append(node.op)
+            if id(op) not in op_ids:
+                op_ids.add(id(op))
+                self.codes[self.order[found.name]].ops.append(op)
             return found
         found = OpStruct(f"op_{code_hash(*texts, *cells)}", any(texts[2:5]))
         self.structs[key] = found
@@ -181,8 +183,8 @@ class NodeStructs:
         declaration, body = self._define(found, args, parts)
         used = [c for c in [*args.inputs, *args.outputs, args.params] if c is not None]
         self.order[found.name] = len(self.codes)
-        self.op_ids[found.name] = {id(node.op)}
-        self.codes.append(StructCode(found, declaration, body, used, [node.op], parts[5], parts[6]))
+        self.op_ids[found.name] = {id(op)}
+        self.codes.append(StructCode(found, declaration, body, used, [op], parts[5], parts[6]))
         self.functions.append([(self._step_functions(found, args), -1)])
         return found
 
@@ -350,7 +352,7 @@ def check_c_support(
                 f"(it needs c_declare, c_init, c_extract and c_sync); {RUN_IN_PYTHON}"
             )
     for index, node in enumerate(nodes):
-        if get_hook(node.op, "c_code") is None:
+        if get_hook(code_op(node), "c_code") is None:
             raise MissingCCode(
                 f"{label(index, node)} has no C implementation: "
                 f"{type(node.op).__name__} defines no c_code; {RUN_IN_PYTHON}"

@@ -34,6 +34,7 @@ from opweave.graph.fg import FunctionGraph
 from opweave.link.c._dep_list import Dependencies
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
 from opweave.link.c._export_context import ModuleContext
+from opweave.link.c.kernels import code_op
 
 __all__ = [
     "MISSING",
@@ -152,10 +153,11 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
         else:  # which distinct variable: x*x is not x*y
             inputs.append(("variable", variable.type, seen.setdefault(id(variable), len(seen))))
     outputs = tuple(v.type for v in node.outputs)
-    files = _files_signature(node.op)
+    op = code_op(node)
+    files = _files_signature(op)
     if files is MISSING:
         return None
-    key = (type(node), type(node.op), node.op, tuple(inputs), outputs, files, snapshot)
+    key = (type(node), type(op), op, tuple(inputs), outputs, files, snapshot)
     try:
         hash(key)
     except TypeError:

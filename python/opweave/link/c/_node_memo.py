@@ -26,6 +26,7 @@ from opweave.graph.basic import Apply
 from opweave.link.c._dep_collect import collect
 from opweave.link.c._dep_window import include, recording
 from opweave.link.c._node_keys import NodeCode, memo_snapshot, signature
+from opweave.link.c.kernels import code_op
 
 __all__ = ["computed_together", "node_code"]
 
@@ -65,7 +66,8 @@ def node_code(
             include(found.dependencies)
             return found
         del _memo[key]
-    classes = {type(node.op), *(type(v.type) for v in [*node.inputs, *node.outputs])}
+    classes = {type(node.op), type(code_op(node))}
+    classes.update(type(v.type) for v in [*node.inputs, *node.outputs])
     if _open:  # memoised when the block ends, with its list
         together = _open[-1]
         found = together.codes.get(key)

@@ -10,6 +10,7 @@ from opweave.graph.basic import Apply
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.interface import CLinkerOp
+from opweave.link.c.kernels import code_op
 
 __all__ = ["get_params", "params_value", "same_params"]
 
@@ -24,7 +25,7 @@ def get_params(node: Apply, what: str) -> Any:
 
     An op whose ``get_params`` returns a value must say what C type that
     value has (``params_type``); otherwise the linker could not pass it."""
-    op = node.op
+    op = code_op(node)
     hook = get_hook(op, "get_params")
     if hook is None:
         return _NO_PARAMS
@@ -56,7 +57,7 @@ def params_value(node: Apply, what: str) -> Any:
     value = get_params(node, what)
     if value is _NO_PARAMS:
         return None
-    op: Any = node.op  # get_params found its params_type (ops are duck-typed)
+    op: Any = code_op(node)  # get_params found its params_type (ops are duck-typed)
     return op.params_type.filter(value)
 
 

@@ -35,6 +35,7 @@ from opweave.link.c._node_keys import (
 )
 from opweave.link.c._node_memo import computed_together, node_code
 from opweave.link.c.hooks import call_optional_hook
+from opweave.link.c.kernels import code_op
 from opweave.link.c.opwise import OpWiseCLinker, can_run_in_c
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
 from opweave.link.callable import InputBinding, compiled_function
@@ -99,7 +100,8 @@ class CLinker(Linker):
         for variable in graph_variables(self.fgraph, nodes):
             objects.setdefault(id(variable.type), variable.type)
         for node in nodes:
-            objects.setdefault(id(node.op), node.op)
+            op = code_op(node)
+            objects.setdefault(id(op), op)
         return list(objects.values())
 
     def compiler(self) -> _core.SystemCompiler:

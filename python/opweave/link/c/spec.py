@@ -51,6 +51,7 @@ from opweave.link.c._node_code import (
 )
 from opweave.link.c._node_params import params_value, same_params
 from opweave.link.c.hooks import call_optional_hook, checks_input
+from opweave.link.c.kernels import code_op
 
 __all__ = ["GraphSpec", "MissingCCode", "build_spec", "params_value"]
 
@@ -128,9 +129,9 @@ class _Builder:
         uses or makes it has ``check_input`` on."""
         if self.clients is None:  # computed from the nodes: any graph has them
             self.clients = graph_clients(self.fgraph, self.nodes)
-        users = [node.op for node, _ in self.clients.get(id(variable), [])]
+        users = [code_op(node) for node, _ in self.clients.get(id(variable), [])]
         if variable.owner is not None:
-            users.append(variable.owner.op)
+            users.append(code_op(variable.owner))
         return any(checks_input(op) for op in users) if users else config.check_input
 
     # --- naming --------------------------------------------------------------
@@ -163,7 +164,7 @@ class _Builder:
         value = params_value(node, self.node_label(index, node))
         if value is None:
             return None
-        params_type = node.op.params_type  # type: ignore[attr-defined]
+        params_type = code_op(node).params_type
         for constant in self.params.values():
             if constant.type == params_type and same_params(params_type, constant.data, value):
                 return constant
@@ -289,7 +290,8 @@ class _Builder:
         for variable in self.variables:
             seen.setdefault(id(variable.type), variable.type)
         for node in self.nodes:
-            seen.setdefault(id(node.op), node.op)
+            op = code_op(node)
+            seen.setdefault(id(op), op)
         return list(seen.values())
 
     def build(self) -> GraphSpec:

@@ -1,0 +1,79 @@
+"""C code for ops of classes that have none: a registry that opweave's C
+linkers consult, and nothing else.
+
+An integration (``opweave.pytensor``) registers, for an op class, a
+*provider*: ``provider(node)`` returns the object whose C hooks (``c_code``,
+``c_support_code``, ``c_code_cache_version``, ...) opweave uses for the
+node, or None to decline (the node then runs its op's ``perform``, as
+before). The op keeps its class, ``perform`` and gradient: the graph is not
+changed and the op's class is not patched, so other back ends see nothing.
+
+A registration is for one class exactly (not its subclasses): a subclass
+may have C code of its own. Every place that asks a node for C code asks
+:func:`code_op`, so the whole-graph module, per-node linking, node exports
+and keys all see the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["code_op", "register_kernel", "registered_kernels", "unregister_kernel"]
+
+_log = logging.getLogger(__name__)
+
+Provider = Callable[[Any], Any]
+
+_providers: dict[type, Provider] = {}
+_declined: set[Any] = set()  # what was logged as declined, once each
+
+
+def register_kernel(op_class: type, provider: Provider) -> None:
+    """Gives ``op_class`` C code: ``provider(node)`` returns, for a node of
+    that exact class, an object with C hooks, or None to decline (the node
+    runs ``perform``). Asked again for every use of the node's code, a
+    provider should return the same object for equal ops (it may depend on
+    the node's types and on configuration, never on values)."""
+    if not isinstance(op_class, type):
+        raise TypeError(f"register_kernel needs an op class, got {op_class!r}")
+    if not callable(provider):
+        raise TypeError(f"a kernel provider must be callable, got {provider!r}")
+    _providers[op_class] = provider
+
+
+def unregister_kernel(op_class: type) -> None:
+    """Removes ``op_class``'s registration (nothing if it has none)."""
+    _providers.pop(op_class, None)
+
+
+def registered_kernels() -> dict[type, Provider]:
+    """The registered op classes and their providers (a copy)."""
+    return dict(_providers)
+
+
+def code_op(node: Any) -> Any:
+    """The object whose C hooks are ``node``'s C code: what a registered
+    provider gives for it, else its op."""
+    op = node.op
+    provider = _providers.get(type(op)) if _providers else None
+    if provider is None:
+        return op
+    found = provider(node)
+    if found is None:
+        _log_declined(node)
+        return op
+    return found
+
+
+def _log_declined(node: Any) -> None:
+    """One INFO line per op and input types a provider declines."""
+    key: Any = (node.op, tuple(v.type for v in node.inputs))
+    try:
+        if key in _declined:
+            return
+        _declined.add(key)
+    except TypeError:  # unhashable: logged each time
+        pass
+    _log.info("opweave has no C code for %s on these inputs; it runs in Python", node.op)

@@ -1,0 +1,195 @@
+# mypy: disable-error-code="import-not-found"
+# (PyTensor is optional: opweave[pytensor]; without it, its modules are Any.)
+"""opweave's C code for PyTensor ops that have none (or whose C code needs
+what a pip-installed PyTensor lacks), registered with
+:mod:`opweave.link.c.kernels`: only opweave's linkers use it. The op keeps
+its class, ``perform`` and gradient, so ``"CVM"``, ``"C"`` and PyTensor's
+rewrites are unchanged.
+
+Each kernel computes what the op's ``perform`` computes, with the same
+NumPy routines in the same order, so values are bitwise equal; it declines
+(the node runs ``perform``) outside the dtypes and props it was written
+for.
+
+- ``Gemv`` (``beta * y + alpha * dot(A, x)``, which PyTensor's rewrites
+  leave without C code when it has no ``blas__ldflags``): ``perform``'s own
+  arithmetic through NumPy's C API (``np.dot``, then the scaling and the
+  sum as NumPy's operators do them). In PyTensor 3.3 ``perform`` takes
+  that path for every dtype: its SciPy BLAS branch tests ``y.dtype in
+  {"float32", ...}``, which a NumPy dtype never is.
+- ``Dot22`` without BLAS flags: NumPy's ``PyArray_MatrixProduct2``, which is
+  ``np.dot``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from opweave.link.c.kernels import register_kernel
+
+__all__ = ["Dot22Kernel", "GemvKernel", "Kernel", "kernel", "register_all"]
+
+_log = logging.getLogger(__name__)
+
+_VERSION = (1,)
+
+
+class Kernel:
+    """The C hooks opweave uses for one PyTensor op (``self.op``): equal
+    for equal ops, and naming the op in messages. Subclasses define
+    ``c_code`` and, where they need it, ``c_support_code``."""
+
+    __props__ = ("op",)
+
+    def __init__(self, op: Any) -> None:
+        self.op = op
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.op == other.op  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.op))
+
+    def __str__(self) -> str:
+        return str(self.op)
+
+    @property
+    def destroy_map(self) -> dict[int, list[int]]:
+        """The op's: what its outputs destroy."""
+        return getattr(self.op, "destroy_map", {})
+
+    @property
+    def view_map(self) -> dict[int, list[int]]:
+        """The op's: what its outputs view."""
+        return getattr(self.op, "view_map", {})
+
+    def c_code_cache_version(self) -> tuple[int, ...]:
+        """The kernel's code version (its text is also in the key)."""
+        return _VERSION
+
+
+# perform's arithmetic, through NumPy's C API: np.dot(A, x), then
+# "out *= alpha" when alpha != 1, "out += beta * y" (or "+= y") when beta != 0,
+# then np.asarray(out, dtype=y.dtype). %(...)s: the node's names.
+_GEMV = r"""
+{
+    const dtype_%(alpha)s alpha_in = ((dtype_%(alpha)s*)PyArray_DATA(%(alpha)s))[0];
+    const dtype_%(beta)s beta_in = ((dtype_%(beta)s*)PyArray_DATA(%(beta)s))[0];
+    PyObject* out = PyArray_MatrixProduct2((PyObject*)%(A)s, (PyObject*)%(x)s, NULL);
+    if (out != NULL && alpha_in != 1) {
+        PyObject* scaled = PyNumber_InPlaceMultiply(out, (PyObject*)%(alpha)s);
+        Py_DECREF(out);
+        out = scaled;
+    }
+    if (out != NULL && beta_in != 0) {
+        PyObject* term = (PyObject*)%(y)s;
+        if (beta_in != 1) {
+            term = PyNumber_Multiply((PyObject*)%(beta)s, (PyObject*)%(y)s);
+        } else {
+            Py_INCREF(term);
+        }
+        PyObject* added = term == NULL ? NULL : PyNumber_InPlaceAdd(out, term);
+        Py_XDECREF(term);
+        Py_DECREF(out);
+        out = added;
+    }
+    if (out == NULL) {
+        %(fail)s
+    }
+    Py_XDECREF(%(z)s);
+    %(z)s = (PyArrayObject*)PyArray_FromAny(
+        out, PyArray_DescrFromType(%(type_num)s), 0, 0, 0, NULL);
+    Py_DECREF(out);
+    if (%(z)s == NULL) {
+        %(fail)s
+    }
+}
+"""
+
+_REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+class GemvKernel(Kernel):
+    """``Gemv`` as its ``perform`` computes it (real dtypes)."""
+
+    def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
+        """``z = beta * y + alpha * dot(A, x)``, as ``Gemv.perform``."""
+        y, alpha, A, x, beta = inputs
+        type_num = "NPY_" + node.outputs[0].type.dtype.upper()
+        names = {"y": y, "alpha": alpha, "A": A, "x": x, "beta": beta, "z": outputs[0]}
+        return _GEMV % dict(names, fail=sub["fail"], type_num=type_num)
+
+
+_kernels: dict[tuple[type, Any], Kernel] = {}
+
+
+def kernel(kind: type[Kernel], op: Any) -> Any:
+    """The one ``kind`` kernel of ``op`` (the same object for equal ops)."""
+    found = _kernels.get((kind, op))
+    if found is None:
+        found = _kernels[(kind, op)] = kind(op)
+    return found
+
+
+def gemv_kernel(node: Any) -> GemvKernel | None:
+    """A GemvKernel for ``node``, or None outside its dtypes and props."""
+    if tuple(getattr(type(node.op), "__props__", ())) != ("inplace",):
+        return None
+    if any(v.type.dtype not in _REAL for v in node.inputs):
+        return None
+    if [v.type.ndim for v in node.inputs] != [1, 0, 2, 1, 0]:
+        return None
+    return kernel(GemvKernel, node.op)
+
+
+_DOT22 = r"""
+Py_XDECREF(%(z)s);
+%(z)s = (PyArrayObject*)PyArray_MatrixProduct2((PyObject*)%(x)s, (PyObject*)%(y)s, NULL);
+if (%(z)s == NULL) {
+    %(fail)s
+}
+"""
+
+
+class Dot22Kernel(Kernel):
+    """``Dot22`` as ``np.dot`` (NumPy's ``PyArray_MatrixProduct2``)."""
+
+    def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
+        """``z = np.dot(x, y)``, as ``Dot22.perform``."""
+        x, y = inputs
+        return _DOT22 % {"x": x, "y": y, "z": outputs[0], "fail": sub["fail"]}
+
+
+def dot22_kernel(node: Any) -> Dot22Kernel | None:
+    """A Dot22Kernel for ``node`` when PyTensor's own C code cannot run
+    (no BLAS flags), else None (PyTensor's C code runs)."""
+    if tuple(getattr(type(node.op), "__props__", ())) != ():
+        return None
+    try:
+        has_blas = len(node.op.c_libraries()) > 0
+    except Exception:  # an op whose libraries cannot be listed: its C is not ours to judge
+        has_blas = True
+    if has_blas:
+        return None
+    if [v.type.ndim for v in node.inputs] != [2, 2]:
+        return None
+    return kernel(Dot22Kernel, node.op)
+
+
+def register_all() -> None:
+    """Registers opweave's kernels for the PyTensor ops this PyTensor has."""
+    providers: list[tuple[str, str, Callable[[Any], Any]]] = [
+        ("pytensor.tensor.blas.gemv", "Gemv", gemv_kernel),
+        ("pytensor.tensor.blas.gemm", "Dot22", dot22_kernel),
+    ]
+    import importlib
+
+    for module_name, class_name, provider in providers:
+        try:
+            op_class = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError):
+            _log.info("PyTensor has no %s.%s: no kernel registered", module_name, class_name)
+            continue
+        register_kernel(op_class, provider)
