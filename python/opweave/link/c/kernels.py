@@ -76,4 +76,8 @@ def _log_declined(node: Any) -> None:
         _declined.add(key)
     except TypeError:  # unhashable: logged each time
         pass
-    _log.info("opweave has no C code for %s on these inputs; it runs in Python", node.op)
+    _log.info(
+        "opweave's registered C code for %s does not cover these inputs; the op's own code "
+        "runs (its perform, where it has no C code)",
+        node.op,
+    )
