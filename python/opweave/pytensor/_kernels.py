@@ -29,7 +29,7 @@ from typing import Any
 
 from opweave.link.c.kernels import register_kernel
 
-__all__ = ["Dot22Kernel", "GemvKernel", "Kernel", "kernel", "register_all"]
+__all__ = ["Dot22Kernel", "GemvKernel", "Kernel", "register_all"]
 
 _log = logging.getLogger(__name__)
 
@@ -122,17 +122,6 @@ class GemvKernel(Kernel):
         return _GEMV % dict(names, fail=sub["fail"], type_num=type_num)
 
 
-_kernels: dict[tuple[type, Any], Kernel] = {}
-
-
-def kernel(kind: type[Kernel], op: Any) -> Any:
-    """The one ``kind`` kernel of ``op`` (the same object for equal ops)."""
-    found = _kernels.get((kind, op))
-    if found is None:
-        found = _kernels[(kind, op)] = kind(op)
-    return found
-
-
 def gemv_kernel(node: Any) -> GemvKernel | None:
     """A GemvKernel for ``node``, or None outside its dtypes and props."""
     if tuple(getattr(type(node.op), "__props__", ())) != ("inplace",):
@@ -141,7 +130,7 @@ def gemv_kernel(node: Any) -> GemvKernel | None:
         return None
     if [v.type.ndim for v in node.inputs] != [1, 0, 2, 1, 0]:
         return None
-    return kernel(GemvKernel, node.op)
+    return GemvKernel(node.op)
 
 
 _DOT22 = r"""
@@ -175,7 +164,7 @@ def dot22_kernel(node: Any) -> Dot22Kernel | None:
         return None
     if [v.type.ndim for v in node.inputs] != [2, 2]:
         return None
-    return kernel(Dot22Kernel, node.op)
+    return Dot22Kernel(node.op)
 
 
 def register_all() -> None:

@@ -28,14 +28,15 @@ Provider = Callable[[Any], Any]
 
 _providers: dict[type, Provider] = {}
 _declined: set[Any] = set()  # what was logged as declined, once each
+_interned: dict[Any, Any] = {}  # a provider's answers, one object per equal answer
 
 
 def register_kernel(op_class: type, provider: Provider) -> None:
     """Gives ``op_class`` C code: ``provider(node)`` returns, for a node of
     that exact class, an object with C hooks, or None to decline (the node
-    runs ``perform``). Asked again for every use of the node's code, a
-    provider should return the same object for equal ops (it may depend on
-    the node's types and on configuration, never on values)."""
+    runs ``perform``). It is asked again for every use of the node's code
+    (it may depend on the node's types and on configuration, never on
+    values); equal answers are used as one object."""
     if not isinstance(op_class, type):
         raise TypeError(f"register_kernel needs an op class, got {op_class!r}")
     if not callable(provider):
@@ -64,7 +65,10 @@ def code_op(node: Any) -> Any:
     if found is None:
         _log_declined(node)
         return op
-    return found
+    try:  # one object for equal answers: code is gathered by object identity
+        return _interned.setdefault(found, found)
+    except TypeError:  # unhashable: as it is
+        return found
 
 
 def _log_declined(node: Any) -> None:

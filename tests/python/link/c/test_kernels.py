@@ -12,7 +12,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from support.ops import PyPlusOne
+from support.unit_hook_ops import hook_chain
 
+import opweave
 from opweave.compile.function import function
 from opweave.graph.basic import Apply
 from opweave.link.c.basic import MissingCCode
@@ -35,6 +37,9 @@ class PlusOneKernel:
     def __hash__(self) -> int:
         return hash((type(self), self.op))
 
+    def c_support_code(self, **kwargs):
+        return f"static double opw_kernel_step(void) {{ return {self.step!r}; }}"
+
     def c_code(self, node, name, inp, out, sub):
         (x,), (z,) = inp, out
         return f"""
@@ -42,7 +47,7 @@ class PlusOneKernel:
         {z} = (PyArrayObject*)PyArray_NewCopy({x}, NPY_CORDER);
         if (!{z}) {sub["fail"]}
         for (npy_intp i = 0; i < PyArray_SIZE({z}); ++i)
-            ((double*)PyArray_DATA({z}))[i] += {self.step!r};
+            ((double*)PyArray_DATA({z}))[i] += opw_kernel_step();
         """
 
 
@@ -76,6 +81,20 @@ def test_registered_c_code_runs_in_every_mode_and_the_op_keeps_its_class(
     assert isinstance(code_op(node), PlusOneKernel)
     # Python mode still runs perform.
     np.testing.assert_array_equal(function([x], PyPlusOne()(x), mode="py")([1.0]), [2.0])
+
+
+@pytest.mark.parametrize("threshold", [24, 100000])
+def test_a_kernel_among_hook_ops_gives_the_same_values_cut_in_units_or_not(
+    registered: None, threshold: int
+) -> None:
+    x = dvector("x")
+    ks = [round(0.5 + 0.01 * k, 6) for k in range(40)]
+    graph = hook_chain(PyPlusOne()(hook_chain(x, ks[:20])), ks[20:])
+    values = np.linspace(-2.0, 2.0, 7)
+    expected = function([x], graph, mode="py")(values)
+    with opweave.config.change_flags(cmodule__unit_threshold=threshold):
+        got = function([x], graph, mode="C")(values)
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_a_declining_provider_leaves_the_node_in_python_and_says_so(
