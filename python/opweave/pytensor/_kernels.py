@@ -108,11 +108,13 @@ _GEMV = r"""
 }
 """
 
-_REAL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+# Real dtypes whose C values compare as numbers (float16's C type is its
+# bits: compared with 1 or 0 in C it would not be perform's test).
+_REAL = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
 class GemvKernel(Kernel):
-    """``Gemv`` as its ``perform`` computes it (real dtypes)."""
+    """``Gemv`` as its ``perform`` computes it (real dtypes but float16)."""
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """``z = beta * y + alpha * dot(A, x)``, as ``Gemv.perform``."""

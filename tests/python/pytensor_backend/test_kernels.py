@@ -82,7 +82,8 @@ def test_gemv_with_nan_in_y_and_beta_zero_gives_no_nan() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
 def test_gemv_other_dtypes_and_empty_inputs(dtype) -> None:
     fc, fp = gemv_functions(False, dtype)
-    assert runs_in_c(fc)
+    # float16's C type is its bits: its alpha and beta tests stay in perform.
+    assert runs_in_c(fc) == (dtype != "float16")
     rng = np.random.default_rng(2)
     args = [(10 * a).astype(dtype) for a in gemv_args(rng, 40, 9, "C", 0.5)]
     got = fc(*[np.copy(a) for a in args])
