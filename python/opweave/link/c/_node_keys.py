@@ -34,7 +34,7 @@ from opweave.graph.fg import FunctionGraph
 from opweave.link.c._dep_list import Dependencies
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
 from opweave.link.c._export_context import ModuleContext
-from opweave.link.c.kernels import code_op
+from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 
 __all__ = [
     "MISSING",
@@ -153,7 +153,7 @@ def signature(node: Apply, snapshot: Any, given: Collection[int] = ()) -> Any:
         else:  # which distinct variable: x*x is not x*y
             inputs.append(("variable", variable.type, seen.setdefault(id(variable), len(seen))))
     outputs = tuple(v.type for v in node.outputs)
-    op = code_op(node)
+    op = code_op(node) if type(node.op) in KERNEL_CLASSES else node.op  # no call on a hit
     files = _files_signature(op)
     if files is MISSING:
         return None

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from opweave.graph.basic import is_constant
-from opweave.link.c.kernels import code_op
 
 __all__ = ["Unstable", "stable_text", "stable_texts"]
 
@@ -173,7 +172,7 @@ class _Renderer:
             raise Unstable("a variable from outside the graph")
 
         for index, node in enumerate(graph.toposort()):
-            out.append("node:" + self.text(code_op(node)))
+            out.append("node:" + self.text(node.op))
             out.extend(source(v) for v in node.inputs)
             for position, variable in enumerate(node.outputs):
                 where[id(variable)] = f"n{index}.{position};"

@@ -14,7 +14,7 @@ from opweave.link.basic import NodeThunk, has_perform, perform_params, perform_t
 from opweave.link.c._node_code import MissingCCode
 from opweave.link.c._step_table import TableStep
 from opweave.link.c.hooks import get_hook
-from opweave.link.c.kernels import code_op
+from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 
 __all__ = ["can_run_in_c", "compiled_part", "part", "python_step"]
 
@@ -25,7 +25,7 @@ def _is_float16(variable: Variable) -> bool:
 
 def can_run_in_c(node: Apply) -> bool:
     """Whether ``node`` has C code it may use (float16 data needs ``_f16_ok``)."""
-    op = code_op(node)
+    op = code_op(node) if type(node.op) in KERNEL_CLASSES else node.op  # no call on a hit
     if get_hook(op, "c_code") is None:
         return False
     touches_f16 = any(_is_float16(v) for v in [*node.inputs, *node.outputs])

@@ -18,9 +18,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["code_op", "register_kernel", "registered_kernels", "unregister_kernel"]
+__all__ = [
+    "KERNEL_CLASSES",
+    "code_op",
+    "register_kernel",
+    "registered_kernels",
+    "unregister_kernel",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -29,6 +36,10 @@ Provider = Callable[[Any], Any]
 _providers: dict[type, Provider] = {}
 _declined: set[Any] = set()  # what was logged as declined, once each
 _interned: dict[Any, Any] = {}  # a provider's answers, one object per equal answer
+
+# The registered classes, live and read-only: paths taken on every cache hit
+# test ``type(node.op) in KERNEL_CLASSES`` (no Python call) before code_op.
+KERNEL_CLASSES = MappingProxyType(_providers)
 
 
 def register_kernel(op_class: type, provider: Provider) -> None:
@@ -58,7 +69,7 @@ def code_op(node: Any) -> Any:
     """The object whose C hooks are ``node``'s C code: what a registered
     provider gives for it, else its op."""
     op = node.op
-    provider = _providers.get(type(op)) if _providers else None
+    provider = _providers.get(type(op))
     if provider is None:
         return op
     found = provider(node)
