@@ -19,6 +19,12 @@ for.
   {"float32", ...}``, which a NumPy dtype never is.
 - ``Dot22`` without BLAS flags: NumPy's ``PyArray_MatrixProduct2``, which is
   ``np.dot``.
+
+Ops that have C code can be given faster code the same way, with the C back
+end's values, bitwise (each in its own module): ``Elemwise`` (a flat loop
+for contiguous operands), ``DimShuffle`` and ``Subtensor`` (views kept from
+one call to the next), ``x[idx]`` of vectors (a gather) and ``Join`` of
+vectors (copies).
 """
 
 from __future__ import annotations
@@ -171,9 +177,21 @@ def dot22_kernel(node: Any) -> Dot22Kernel | None:
 
 def register_all() -> None:
     """Registers opweave's kernels for the PyTensor ops this PyTensor has."""
+    # They build on Kernel: imported here, after it is defined.
+    from opweave.pytensor._dimshuffle_kernel import dimshuffle_kernel
+    from opweave.pytensor._elemwise_kernel import elemwise_kernel
+    from opweave.pytensor._join_kernel import join_kernel
+    from opweave.pytensor._subtensor_kernel import subtensor_kernel
+    from opweave.pytensor._take_kernel import take_kernel
+
     providers: list[tuple[str, str, Callable[[Any], Any]]] = [
         ("pytensor.tensor.blas.gemv", "Gemv", gemv_kernel),
         ("pytensor.tensor.blas.gemm", "Dot22", dot22_kernel),
+        ("pytensor.tensor.elemwise", "Elemwise", elemwise_kernel),
+        ("pytensor.tensor.elemwise", "DimShuffle", dimshuffle_kernel),
+        ("pytensor.tensor.subtensor", "AdvancedSubtensor", take_kernel),
+        ("pytensor.tensor.basic", "Join", join_kernel),
+        ("pytensor.tensor.subtensor", "Subtensor", subtensor_kernel),
     ]
     import importlib
 
