@@ -38,7 +38,7 @@ __all__ = ["expand_native", "march_flags"]
 
 _log = logging.getLogger(__name__)
 _CPUINFO = "/proc/cpuinfo"
-_MEMO_FORMAT = 3  # a flag per line, kept as a cache record
+_MEMO_FORMAT = 4  # a flag per line, kept as a cache record (4: clang's flags checked)
 _RECORD_KIND = "march"
 # What a machine flag looks like; nothing else is ever passed on from a record.
 _MACHINE_FLAG = re.compile(r"-m[a-z0-9][a-z0-9._=+-]*")
@@ -124,13 +124,25 @@ def _ask_compiler(cxx: str) -> list[str]:
             features = [words[k + 1] for k, w in enumerate(words) if w == "-target-feature"]
             cpu = words[words.index("-target-cpu") + 1]
             found = [f"-march={cpu}", *(_clang_feature(f) for f in features)]
-            return [flag for flag in found if _MACHINE_FLAG.fullmatch(flag)]
+            return _accepted(cxx, [flag for flag in found if _MACHINE_FLAG.fullmatch(flag)])
         if any(w.startswith("-march=") for w in words) and "cc1plus" in line:
             return [w for w in words if _MACHINE_FLAG.fullmatch(w) and w != "-m64"]
     raise OpweaveError(
         f"cannot expand -march=native with {cxx}: its -v output names no target "
         f"(exit status {done.returncode}): {done.stderr.strip()[-500:]}"
     )
+
+
+def _accepted(cxx: str, flags: list[str]) -> list[str]:
+    """``flags`` less those ``cxx``'s driver rejects: some of clang's target
+    features (``+64bit``, ``+cx8``, ``+cmov``) have no ``-m`` option."""
+    command = [cxx, *flags, "-E", "-x", "c++", "/dev/null", "-o", "/dev/null"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise OpweaveError(f"cannot check the -march=native flags of {cxx}: {error}") from error
+    rejected = set(re.findall(r"unknown argument: '([^']+)'", done.stderr))
+    return [flag for flag in flags if flag not in rejected]
 
 
 def _clang_feature(feature: str) -> str:

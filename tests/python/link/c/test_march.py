@@ -88,6 +88,28 @@ def test_clang_target_features_become_flags() -> None:
     assert all(flag.startswith("-m") for flag in flags)
 
 
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")
+def test_clang_accepts_every_flag_and_builds_with_them() -> None:
+    """clang's target features include some with no -m option (+64bit,
+    +cx8, +cmov on x86-64): they are left out, or every build would fail."""
+    clang = shutil.which("clang++") or ""
+    flags = _march._ask_compiler(clang)
+    checked = subprocess.run(
+        [clang, *flags, "-E", "-x", "c++", "/dev/null", "-o", "/dev/null"],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0 and "unknown argument" not in checked.stderr, checked.stderr
+    _march.expand_native.cache_clear()
+    x, a = dvector("x"), dscalar("a")
+    try:
+        with config.change_flags(cmodule__march="native", cxx=clang):
+            f = opweave.function([x, a], VectorTimesScalar()(x, a))
+            np.testing.assert_array_equal(f(np.array([1.0, 2.0]), 3.0), [3.0, 6.0])
+    finally:
+        _march.expand_native.cache_clear()
+
+
 def test_machine_flags_are_part_of_the_module_key() -> None:
     x, a = dvector("x"), dscalar("a")
     plain = opweave.function([x, a], VectorTimesScalar()(x, a))
