@@ -6,7 +6,11 @@ of PyTensor's own C back end, and PyTensor's back ends are unchanged."""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -182,3 +186,26 @@ def test_pytensors_own_back_ends_do_not_use_the_kernel() -> None:
     assert "n_flat" not in code
     kernel = ElemwiseKernel(node.op)
     assert "n_flat" in kernel.c_code(node, "n", ["a", "b"], ["z"], {"fail": "goto fail;"})
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="needs clang++ (CI installs it)")
+def test_clang_builds_the_flat_loop_without_its_vectorisation_warning(tmp_path) -> None:
+    """clang warns about a loop it was asked to vectorise and could not (one
+    that calls exp); the kernel's code quiets that warning."""
+    import opweave
+
+    x, s = pt.vector("x"), pt.scalar("s")
+    with opweave.config.change_flags(cxx="clang++", compiledir=str(tmp_path)):
+        f = pytensor.function([x, s], pt.log1p(pt.exp(x / s)) + x / s, mode=OPWEAVE)
+        expected = np.log1p(np.exp(np.arange(4.0) / 2)) + np.arange(4.0) / 2
+        np.testing.assert_allclose(f(np.arange(4.0), np.array(2.0)), expected, rtol=1e-15)
+    entries = [m.parent for m in tmp_path.rglob("meta.json")]
+    flat = [e for e in entries if any("n_flat" in c.read_text() for c in e.glob("*.cpp"))]
+    assert flat, "no entry holds the flat loop"
+    for entry in flat:
+        command = json.loads((entry / "meta.json").read_text())["command"].split("\n", 1)[1]
+        assert "clang++" in command
+        command = re.sub(r"-MF \S+", "-MF /dev/null", re.sub(r"-o \S+\.o", "-o /dev/null", command))
+        built = subprocess.run(command, shell=True, cwd=entry, capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr[-2000:]
+        assert "loop not vectorized" not in built.stderr, built.stderr[-2000:]
