@@ -16,9 +16,9 @@ and back end:
 - warm: the same in a fresh process whose caches the cold run filled.
 
 Each start figure is the median of --repeat interleaved runs. With
---fastmath, opweave's figures are also taken with cmodule__fastmath.
+--fastmath, opweave's figures are taken with cmodule__fastmath.
 Usage: python benchmarks/bench_pymc.py [MODEL ...] [--batches N] [--repeat N]
-       [--skip-starts] [--json PATH]
+       [--skip-starts] [--skip-calls] [--fastmath] [--json PATH]
 Run it with a Python that has PyMC, PyTensor and opweave (Python >= 3.12).
 """
 
@@ -117,6 +117,14 @@ def run(args: list[str], env: dict[str, str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def per_call(model_name: str, batches: int, fastmath: bool) -> dict:
+    """µs per call of each back end (a worker with empty caches)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        flags = "cmodule__fastmath=True" if fastmath else ""
+        worker = ["--calls", model_name, "--batches", str(batches)]
+        return run(worker, environment(Path(tmp), flags))
+
+
 def starts(model_name: str, repeat: int) -> dict[str, dict[str, float]]:
     """Cold and warm seconds per back end, medians of interleaved runs."""
     cold: dict[str, list[float]] = {b: [] for b in BACKENDS}
@@ -139,6 +147,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=15)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-starts", action="store_true")
+    parser.add_argument("--skip-calls", action="store_true")
     parser.add_argument("--fastmath", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--start", nargs=2, help=argparse.SUPPRESS)
@@ -154,14 +163,12 @@ def main() -> None:
     header = f"{'model':<24}" + "".join(f"{b + ' µs':>14}" for b in BACKENDS)
     print(header + ("" if args.skip_starts else "   cold s (O/C/N)   warm s (O/C/N)"))
     for name in args.models:
-        with tempfile.TemporaryDirectory() as tmp:
-            flags = "cmodule__fastmath=True" if args.fastmath else ""
-            worker = ["--calls", name, "--batches", str(args.batches)]
-            calls = run(worker, environment(Path(tmp), flags))
-        us = calls["us"]
-        row = f"{name:<24}" + "".join(f"{us.get(b, float('nan')):>14.1f}" for b in BACKENDS)
-        row += "   agree" if all(calls["agree"].values()) else f"   DIFFER {calls['agree']}"
-        result = {"calls": calls}
+        row, result = f"{name:<24}", {}
+        if not args.skip_calls:
+            result["calls"] = calls = per_call(name, args.batches, args.fastmath)
+            us = calls["us"]
+            row += "".join(f"{us.get(b, float('nan')):>14.1f}" for b in BACKENDS)
+            row += "   agree" if all(calls["agree"].values()) else f"   DIFFER {calls['agree']}"
         if not args.skip_starts:
             result.update(starts(name, args.repeat))
             row += "   " + "/".join(f"{result['cold'][b]:.1f}" for b in BACKENDS)
