@@ -160,7 +160,9 @@ def main() -> None:
         calls_worker(args.calls, args.batches)
         return
     results = {}
-    header = f"{'model':<24}" + "".join(f"{b + ' µs':>14}" for b in BACKENDS)
+    header = f"{'model':<24}"
+    if not args.skip_calls:
+        header += "".join(f"{b + ' µs':>14}" for b in BACKENDS)
     print(header + ("" if args.skip_starts else "   cold s (O/C/N)   warm s (O/C/N)"))
     for name in args.models:
         row, result = f"{name:<24}", {}

@@ -83,7 +83,8 @@ def code_op(node: Any) -> Any:
 
 
 def _log_declined(node: Any) -> None:
-    """One INFO line per op and input types a provider declines."""
+    """One line per op and input types a provider declines: INFO where the
+    node then runs ``perform``, DEBUG where the op's own C code runs."""
     key: Any = (node.op, tuple(v.type for v in node.inputs))
     try:
         if key in _declined:
@@ -91,8 +92,10 @@ def _log_declined(node: Any) -> None:
         _declined.add(key)
     except TypeError:  # unhashable: logged each time
         pass
-    _log.info(
-        "opweave's registered C code for %s does not cover these inputs; the op's own code "
-        "runs (its perform, where it has no C code)",
+    own_c = callable(getattr(node.op, "c_code", None))
+    _log.log(
+        logging.DEBUG if own_c else logging.INFO,
+        "opweave's registered C code for %s does not cover these inputs; %s runs",
         node.op,
+        "its own C code" if own_c else "its perform",
     )
