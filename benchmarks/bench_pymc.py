@@ -96,16 +96,20 @@ def calls_worker(model_name: str, batches: int) -> None:
         if reference is not None
         else {}
     )
+    print(json.dumps({"us": alternating_us(functions, batches), "agree": agree}))
+
+
+def alternating_us(functions: dict[str, tuple], batches: int, n: int = 200) -> dict[str, float]:
+    """Median µs per call of each ``(function, argument)``, the functions
+    called in turn, ``n`` calls per batch (so that load hits them alike)."""
     times: dict[str, list[float]] = {b: [] for b in functions}
     for _ in range(batches):
         for backend, (f, array) in functions.items():
-            n = 200
             start = time.perf_counter()
             for _ in range(n):
                 f(array)
             times[backend].append((time.perf_counter() - start) / n * 1e6)
-    medians = {b: statistics.median(t) for b, t in times.items()}
-    print(json.dumps({"us": medians, "agree": agree}))
+    return {b: statistics.median(t) for b, t in times.items()}
 
 
 def run(args: list[str], env: dict[str, str]) -> dict:

@@ -17,14 +17,12 @@ Run it with a Python that has PyMC, PyTensor and opweave (Python >= 3.12).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_pymc import sampler_function
+from bench_pymc import alternating_us, sampler_function
 from pymc_gallery import MODELS
 
 # The kernels measured: (module, class) of the ops they serve.
@@ -68,15 +66,7 @@ def measure(model_name: str, batches: int) -> None:
         np.array_equal(values[b][0], reference[0]) and np.array_equal(values[b][1], reference[1])
         for b in ("OPWEAVE", "OPWEAVE without kernels")
     )
-    times: dict[str, list[float]] = {b: [] for b in built}
-    for _ in range(batches):
-        for backend, (f, array) in built.items():
-            n = 200
-            start = time.perf_counter()
-            for _ in range(n):
-                f(array)
-            times[backend].append((time.perf_counter() - start) / n * 1e6)
-    us = {b: statistics.median(t) for b, t in times.items()}
+    us = alternating_us(built, batches)
     cells = " | ".join(f"{us[b]:.1f}" for b in built)
     ratios = " / ".join(
         f"{us[b] / us['NUMBA']:.2f}" for b in ("OPWEAVE", "OPWEAVE without kernels")

@@ -9,20 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from opweave.pytensor._kernels import Kernel
-from opweave.pytensor._views import SAME_VIEW, view_code
+from opweave.pytensor._views import ViewKernel, view_code
 
 __all__ = ["DimShuffleKernel", "dimshuffle_kernel"]
 
 _VERSION = 1
 
 
-class DimShuffleKernel(Kernel):
+class DimShuffleKernel(ViewKernel):
     """``DimShuffle``'s view, kept from the last call when it is the same."""
-
-    def c_support_code(self, **kwargs: Any) -> str:
-        """The view comparison."""
-        return SAME_VIEW
 
     def c_code_cache_version(self) -> tuple[int, ...]:
         """The kernel's version and the op's."""

@@ -108,10 +108,11 @@ class ElemwiseKernel(Kernel):
         aliased = dict(op.inplace_pattern)
         defines = "".join(f"#define {outputs[o]}_i {inputs[i]}_i\n" for o, i in aliased.items())
         undefs = "".join(f"#undef {outputs[o]}_i\n" for o in aliased)
-        arrays = [(n, v) for n, v in _unique(inputs, node.inputs) if not _is_scalar_shaped(v)] + [
+        distinct = _unique(inputs, node.inputs)
+        scalars = [n for n, v in distinct if _is_scalar_shaped(v)]
+        arrays = [(n, v) for n, v in distinct if not _is_scalar_shaped(v)] + [
             (outputs[k], v) for k, v in enumerate(node.outputs) if k not in aliased
         ]
-        scalars = [n for n, v in _unique(inputs, node.inputs) if _is_scalar_shaped(v)]
         size = f"PyArray_SIZE({outputs[0]})"
         # Tested without branches, and expected true: as a chain of "&&" the
         # compiler would predict the flat loop cold and not vectorise it.

@@ -19,8 +19,6 @@ from opweave.pytensor._kernels import Kernel
 
 __all__ = ["JoinKernel", "join_kernel"]
 
-_VERSION = 1
-
 _NUMBERS = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
@@ -29,10 +27,6 @@ _NUMBERS = (
 
 class JoinKernel(Kernel):
     """``np.concatenate`` of vectors that share the output's dtype."""
-
-    def c_code_cache_version(self) -> tuple[int, ...]:
-        """The kernel's version."""
-        return (_VERSION,)
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """The total length, the output (kept when it fits), then each

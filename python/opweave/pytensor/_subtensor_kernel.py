@@ -13,20 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from opweave.pytensor._kernels import Kernel
-from opweave.pytensor._views import SAME_VIEW, view_code
+from opweave.pytensor._views import ViewKernel, view_code
 
 __all__ = ["SubtensorKernel", "subtensor_kernel"]
 
 _VERSION = 1
 
 
-class SubtensorKernel(Kernel):
+class SubtensorKernel(ViewKernel):
     """``x[idx]`` for basic indices, as a view kept when it is the same."""
-
-    def c_support_code(self, **kwargs: Any) -> str:
-        """The view comparison."""
-        return SAME_VIEW
 
     def c_code_cache_version(self) -> tuple[Any, ...]:
         """The kernel's version and that of PyTensor's view arithmetic."""

@@ -21,8 +21,6 @@ from opweave.pytensor._kernels import Kernel
 
 __all__ = ["TakeKernel", "take_kernel"]
 
-_VERSION = 1
-
 # uint64 is left to NumPy: its values past the largest intp wrap when cast.
 _INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
 
@@ -69,10 +67,6 @@ _TAKE = r"""
 
 class TakeKernel(Kernel):
     """``x[idx]``, vector by vector of integers, as ``np.take``."""
-
-    def c_code_cache_version(self) -> tuple[int, ...]:
-        """The kernel's version."""
-        return (_VERSION,)
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """The checked gather into the output (kept when it fits)."""

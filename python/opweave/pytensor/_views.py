@@ -11,7 +11,11 @@ view, and is kept. Results already returned to the caller are never kept
 
 from __future__ import annotations
 
-__all__ = ["SAME_VIEW", "view_code"]
+from typing import Any
+
+from opweave.pytensor._kernels import Kernel
+
+__all__ = ["SAME_VIEW", "ViewKernel", "view_code"]
 
 # Support code: whether ``view`` is an array over ``data`` of type
 # ``type_num`` with these dimensions, strides and writability.
@@ -60,3 +64,12 @@ if (!opweave_same_view({z}, {data}, PyArray_TYPE({x}), {nd}, {dims}, {strides}, 
 }}
 }}
 """
+
+
+class ViewKernel(Kernel):
+    """A kernel whose C code ends in :func:`view_code`: it needs the view
+    comparison as support code."""
+
+    def c_support_code(self, **kwargs: Any) -> str:
+        """The view comparison."""
+        return SAME_VIEW

@@ -84,7 +84,12 @@ def code_op(node: Any) -> Any:
 
 def _log_declined(node: Any) -> None:
     """One line per op and input types a provider declines: INFO where the
-    node then runs ``perform``, DEBUG where the op's own C code runs."""
+    node then runs ``perform``, DEBUG where the op's own C code runs. It
+    runs on cache hits too: nothing is done when the line would not show."""
+    own_c = callable(getattr(node.op, "c_code", None))
+    level = logging.DEBUG if own_c else logging.INFO
+    if not _log.isEnabledFor(level):
+        return
     key: Any = (node.op, tuple(v.type for v in node.inputs))
     try:
         if key in _declined:
@@ -92,9 +97,8 @@ def _log_declined(node: Any) -> None:
         _declined.add(key)
     except TypeError:  # unhashable: logged each time
         pass
-    own_c = callable(getattr(node.op, "c_code", None))
     _log.log(
-        logging.DEBUG if own_c else logging.INFO,
+        level,
         "opweave's registered C code for %s does not cover these inputs; %s runs",
         node.op,
         "its own C code" if own_c else "its perform",
