@@ -22,9 +22,11 @@ for.
 
 Ops that have C code can be given faster code the same way, with the C back
 end's values, bitwise (each in its own module): ``Elemwise`` (a flat loop
-for contiguous operands), ``DimShuffle`` and ``Subtensor`` (views kept from
-one call to the next), ``x[idx]`` of vectors (a gather) and ``Join`` of
-vectors (copies).
+for contiguous operands), ``DimShuffle``, ``Subtensor`` and ``Split`` (views
+kept from one call to the next), ``x[idx]`` of vectors (a gather), ``Join`` of
+vectors (copies) and ``IncSubtensor`` of vectors (a loop). ``Sum`` of a
+whole float64 array is NumPy's pairwise sum (bitwise equal to ``perform``
+and ``np.sum``, not to PyTensor's in-order C loop).
 """
 
 from __future__ import annotations
@@ -180,8 +182,11 @@ def register_all() -> None:
     # They build on Kernel: imported here, after it is defined.
     from opweave.pytensor._dimshuffle_kernel import dimshuffle_kernel
     from opweave.pytensor._elemwise_kernel import elemwise_kernel
+    from opweave.pytensor._inc_subtensor_kernel import inc_subtensor_kernel
     from opweave.pytensor._join_kernel import join_kernel
+    from opweave.pytensor._split_kernel import split_kernel
     from opweave.pytensor._subtensor_kernel import subtensor_kernel
+    from opweave.pytensor._sum_kernel import sum_kernel
     from opweave.pytensor._take_kernel import take_kernel
 
     providers: list[tuple[str, str, Callable[[Any], Any]]] = [
@@ -192,6 +197,9 @@ def register_all() -> None:
         ("pytensor.tensor.subtensor", "AdvancedSubtensor", take_kernel),
         ("pytensor.tensor.basic", "Join", join_kernel),
         ("pytensor.tensor.subtensor", "Subtensor", subtensor_kernel),
+        ("pytensor.tensor.math", "Sum", sum_kernel),
+        ("pytensor.tensor.subtensor", "IncSubtensor", inc_subtensor_kernel),
+        ("pytensor.tensor.basic", "Split", split_kernel),
     ]
     import importlib
 
