@@ -1,14 +1,18 @@
 """What opweave's kernels for PyTensor ops that have C code
 (opweave/pytensor/_elemwise_kernel.py, _dimshuffle_kernel.py,
-_subtensor_kernel.py, _take_kernel.py, _join_kernel.py) change per call
-(not a test).
+_subtensor_kernel.py, _take_kernel.py, _join_kernel.py, _sum_kernel.py,
+_inc_subtensor_kernel.py) change per call (not a test).
 
 For each model of benchmarks/pymc_gallery.py, one process builds the
-sampler's logp+gradient function four times: on opweave, on opweave with
+sampler's logp+gradient function five times: on opweave, on opweave with
 those kernels unregistered (PyTensor's own C code for the same nodes: the
-baseline), on PyTensor's C back end ("CVM") and on Numba; checks that both
-opweave functions give the C back end's values bitwise; then calls the four
-alternately and prints the median µs per call of --batches batches.
+baseline), on PyTensor's C back end ("CVM"), on Numba, and on Numba with
+its fastmath off ("Numba strict": ``numba__fastmath=False``, IEEE
+arithmetic as opweave's default); gives the largest
+relative difference of each opweave function's values from the C back
+end's (0 where bitwise equal; the Sum kernel is NumPy's pairwise sum, not
+the C back end's in-order one); then calls the five alternately and prints
+the median µs per call of --batches batches.
 
 Usage: python benchmarks/pymc_kernels.py [MODEL ...] [--batches N]
 Run it with a Python that has PyMC, PyTensor and opweave (Python >= 3.12).
@@ -32,6 +36,9 @@ KERNEL_OPS = (
     ("pytensor.tensor.subtensor", "Subtensor"),
     ("pytensor.tensor.subtensor", "AdvancedSubtensor"),
     ("pytensor.tensor.basic", "Join"),
+    ("pytensor.tensor.math", "Sum"),
+    ("pytensor.tensor.subtensor", "IncSubtensor"),
+    ("pytensor.tensor.subtensor", "AdvancedIncSubtensor"),
 )
 
 
@@ -39,11 +46,16 @@ def functions(model_name: str) -> dict[str, tuple]:
     """The model's function on each back end, the baseline included."""
     import importlib
 
+    import pytensor
+
     from opweave.link.c import kernels
 
     built = {b: sampler_function(model_name, b) for b in ("NUMBA", "CVM", "OPWEAVE")}
+    with pytensor.config.change_flags(numba__fastmath=False):
+        built["NUMBA strict"] = sampler_function(model_name, "NUMBA")
     saved = kernels.registered_kernels()
     classes = [getattr(importlib.import_module(m), c) for m, c in KERNEL_OPS]
+    classes = [c for c in classes if c in saved]
     for op_class in classes:
         kernels.unregister_kernel(op_class)
     try:
@@ -55,23 +67,35 @@ def functions(model_name: str) -> dict[str, tuple]:
     return built
 
 
-def measure(model_name: str, batches: int) -> None:
-    """Prints the model's line: µs per call, ratios to Numba, agreement."""
+def relative_difference(got: tuple, expected: tuple) -> float:
+    """The largest ``|g - e| / |e|`` over the log-density and gradient
+    (0 where they are bitwise equal)."""
     import numpy as np
 
+    worst = 0.0
+    for g, e in zip(got, expected, strict=True):
+        g, e = np.asarray(g, dtype="float64"), np.asarray(e, dtype="float64")
+        if g.tobytes() != e.tobytes():
+            scale = np.maximum(np.abs(e), np.finfo("float64").tiny)
+            worst = max(worst, float(np.max(np.abs(g - e) / scale)))
+    return worst
+
+
+def measure(model_name: str, batches: int) -> None:
+    """Prints the model's line: µs per call, ratios to Numba, agreement."""
     built = functions(model_name)
     values = {b: f(a) for b, (f, a) in built.items()}
-    reference = values["CVM"]
-    bitwise = all(
-        np.array_equal(values[b][0], reference[0]) and np.array_equal(values[b][1], reference[1])
+    differences = " / ".join(
+        f"{relative_difference(values[b], values['CVM']):.1e}"
         for b in ("OPWEAVE", "OPWEAVE without kernels")
     )
     us = alternating_us(built, batches)
     cells = " | ".join(f"{us[b]:.1f}" for b in built)
-    ratios = " / ".join(
-        f"{us[b] / us['NUMBA']:.2f}" for b in ("OPWEAVE", "OPWEAVE without kernels")
+    ratios = (
+        " / ".join(f"{us['OPWEAVE'] / us[b]:.2f}" for b in ("NUMBA", "NUMBA strict"))
+        + f" / {us['OPWEAVE without kernels'] / us['NUMBA']:.2f}"
     )
-    print(f"| {model_name} | {cells} | {ratios} | {'yes' if bitwise else 'NO'} |", flush=True)
+    print(f"| {model_name} | {cells} | {ratios} | {differences} |", flush=True)
 
 
 def main() -> None:
@@ -80,10 +104,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=15)
     args = parser.parse_args()
     print(
-        "| model | Numba | CVM | opweave | opweave without kernels | "
-        "÷ Numba: opweave / without | bitwise = CVM |"
+        "| model | Numba | CVM | opweave | Numba strict | opweave without kernels | "
+        "opweave ÷ Numba / ÷ Numba strict / without kernels ÷ Numba | "
+        "rel. difference from CVM: opweave / without |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.models:
         measure(name, args.batches)
 
