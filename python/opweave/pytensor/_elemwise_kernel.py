@@ -20,30 +20,24 @@ are bitwise equal to PyTensor's loop.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from opweave.pytensor._kernels import Kernel
 
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 
-_VERSION = 2
-
-# clang reports each loop it was asked to vectorise and could not; the
-# diagnostic belongs to the function, so only a file-level pragma quiets it.
-_QUIET_CLANG = """#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-"""
+_VERSION = 3
 
 # Element i of an output is computed from elements i of the inputs only, and
 # an output is either new or exactly an input it destroys (PyTensor's destroy
 # handler refuses an input that is a view of the destroyed one): iterations
-# are independent, so the compiler may vectorise without alias checks.
-_NO_CARRIED_DEPENDENCES = """#if defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#elif defined(__GNUC__)
-#pragma GCC ivdep
-#endif
+# are independent, so GCC may vectorise without alias checks (clang ignores
+# the pragma and checks at run time). An operator, not a preprocessor line:
+# a module that holds a line starting with "#" exports none of its other
+# nodes (link/c/_export_context.py), and a region of a per-node graph holds
+# many nodes.
+_NO_CARRIED_DEPENDENCES = """_Pragma("GCC ivdep")
 """
 
 
@@ -62,6 +56,51 @@ def _unique(names: list[str], variables: list[Any]) -> list[tuple[str, Any]]:
     return list(seen.items())
 
 
+_DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)")
+_UNDEF = re.compile(r"#\s*undef\s+([A-Za-z_]\w*)")
+# A line's tokens: literals and comments (kept whole), identifiers, the rest.
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//.*|/\*.*?\*/|[A-Za-z_]\w*|.', re.S)
+
+
+def expand_aliases(text: str) -> str | None:
+    """``text`` with each alias macro of PyTensor's in-place loops
+    (``#define o0_i i0_i`` ... ``#undef o0_i``) expanded as the preprocessor
+    expands it, and its two lines gone; None when ``text`` holds any other
+    preprocessor line, an alias never undone, or a line continued with a
+    backslash. A module that holds a preprocessor line exports none of its
+    other nodes (link/c/_export_context.py): without them, the nodes of a
+    region of a per-node linked graph are each found again from it."""
+    aliases: dict[str, str] = {}
+    kept: list[str] = []
+    for line in text.split("\n"):
+        if line.rstrip().endswith("\\"):
+            return None
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            define, undef = _DEFINE.fullmatch(stripped), _UNDEF.fullmatch(stripped)
+            if define and define.group(1) not in aliases:
+                aliases[define.group(1)] = define.group(2)
+            elif undef and undef.group(1) in aliases:
+                del aliases[undef.group(1)]
+            else:
+                return None
+            continue
+        if aliases:
+            line = "".join(_expanded(t, aliases) for t in _TOKEN.findall(line))
+        kept.append(line)
+    return None if aliases else "\n".join(kept)
+
+
+def _expanded(token: str, aliases: dict[str, str]) -> str:
+    """``token`` after the preprocessor's expansion of ``aliases`` (a
+    replacement is rescanned; a macro is not expanded inside itself)."""
+    seen: set[str] = set()
+    while token in aliases and token not in seen:
+        seen.add(token)
+        token = aliases[token]
+    return token
+
+
 class ElemwiseKernel(Kernel):
     """PyTensor's ``Elemwise`` C code with a flat loop for contiguous
     operands in front of its strided loop. Every other hook is the op's."""
@@ -73,24 +112,34 @@ class ElemwiseKernel(Kernel):
             return getattr(self.op, name)
         raise AttributeError(name)
 
-    def c_support_code(self, **kwargs: Any) -> str:
-        """The op's support code, and clang told not to warn where it cannot
-        vectorise the flat loop (a loop that calls ``exp`` stays scalar)."""
-        return _QUIET_CLANG + (self.op.c_support_code(**kwargs) or "")
-
     def c_code_cache_version_apply(self, node: Any) -> tuple[Any, ...]:
         """The op's version for ``node`` and the kernel's, or () when the
         op's is unversioned."""
         version = self.op.c_code_cache_version_apply(node)
         return (("opweave-elemwise", _VERSION), version) if version else ()
 
+    def __init__(self, op: Any, flat: bool = True) -> None:
+        super().__init__(op)
+        self.flat = flat
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other) and self.flat == other.flat  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.op, self.flat))
+
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """PyTensor's declarations, checks and allocation, then the flat
-        loop when the operands allow it, else PyTensor's loop."""
+        loop when the operands allow it, else PyTensor's loop; the in-place
+        aliases expanded (PyTensor's text where it holds other preprocessor
+        lines)."""
         op = self.op
         decl, checks, alloc, loop, _ = op._c_all(node, name, inputs, outputs, sub)
-        head, tail = self._flat_loop(node, name, list(inputs), list(outputs), sub)
-        return "\n".join([decl, checks, alloc, head + loop + tail])
+        if self.flat:
+            head, tail = self._flat_loop(node, name, list(inputs), list(outputs), sub)
+            loop = head + loop + tail
+        text = "\n".join([decl, checks, alloc, loop])
+        return expand_aliases(text) or text
 
     def _flat_loop(
         self, node: Any, name: str, inputs: list[str], outputs: list[str], sub: Any
@@ -106,8 +155,10 @@ class ElemwiseKernel(Kernel):
             dict(sub),
         )
         aliased = dict(op.inplace_pattern)
-        defines = "".join(f"#define {outputs[o]}_i {inputs[i]}_i\n" for o, i in aliased.items())
-        undefs = "".join(f"#undef {outputs[o]}_i\n" for o in aliased)
+        # An output computed in place is its input's element (a reference).
+        same = "".join(
+            f"dtype_{outputs[o]}& {outputs[o]}_i = {inputs[i]}_i;\n" for o, i in aliased.items()
+        )
         distinct = _unique(inputs, node.inputs)
         scalars = [n for n, v in distinct if _is_scalar_shaped(v)]
         arrays = [(n, v) for n, v in distinct if not _is_scalar_shaped(v)] + [
@@ -130,38 +181,37 @@ class ElemwiseKernel(Kernel):
 const npy_intp n_flat = {size};
 const int flat_ok = ({same_size}) & (({c_order}) | ({f_order}));
 if (__builtin_expect(flat_ok, 1)) {{
-{defines}{pointers}{loaded}{_NO_CARRIED_DEPENDENCES}\
+{pointers}{loaded}{_NO_CARRIED_DEPENDENCES}\
 for (npy_intp i_flat = 0; i_flat < n_flat; ++i_flat) {{
-{elements}{{
+{elements}{same}{{
 {task}
 }}
 }}
-{undefs}}} else {{
+}} else {{
 """
         return head, "\n}\n}\n"
 
 
 def elemwise_kernel(node: Any) -> ElemwiseKernel | None:
     """An ElemwiseKernel for ``node``, or None where PyTensor's own code is
-    kept: outputs of one element or none, OpenMP loops, AMD libm's
-    contiguous code, float16 (no C code), an inplace output over a broadcast
-    scalar, or an ``Elemwise`` whose props are not those it was written for."""
+    kept: OpenMP loops, AMD libm's contiguous code, float16 (no C code), or
+    an ``Elemwise`` whose props are not those it was written for. Without
+    the flat loop (PyTensor's loop, its aliases expanded): outputs of one
+    element or none, an inplace output over a broadcast scalar."""
     op = node.op
     if tuple(getattr(type(op), "__props__", ())) != ("scalar_op", "inplace_pattern"):
         return None
     if getattr(op, "openmp", False) or not hasattr(op, "_c_all"):
-        return None
-    if any(o.type.ndim == 0 or _is_scalar_shaped(o) for o in node.outputs):
         return None
     variables = [*node.inputs, *node.outputs]
     if any(v.type.dtype == "float16" for v in variables):
         return None
     if getattr(op.scalar_op, "inner_float16", False):
         return None
-    if any(_is_scalar_shaped(node.inputs[i]) for i in op.inplace_pattern.values()):
-        return None
     from pytensor import config
 
     if getattr(config, "lib__amdlibm", False):
         return None
-    return ElemwiseKernel(op)
+    one_element = any(o.type.ndim == 0 or _is_scalar_shaped(o) for o in node.outputs)
+    over_scalar = any(_is_scalar_shaped(node.inputs[i]) for i in op.inplace_pattern.values())
+    return ElemwiseKernel(op, flat=not (one_element or over_scalar))

@@ -18,14 +18,18 @@ import pytest
 pytensor = pytest.importorskip("pytensor", reason="needs opweave[pytensor] (Python >= 3.12)")
 
 import pytensor.tensor as pt  # noqa: E402
-from pytensor.compile.mode import Mode  # noqa: E402
+from pytensor.compile.mode import Mode, get_mode  # noqa: E402
 from pytensor.tensor.elemwise import Elemwise  # noqa: E402
 
 import opweave.pytensor  # noqa: E402,F401
 from opweave.compile.debugmode import DebugMode  # noqa: E402
 from opweave.link.c.kernels import code_op  # noqa: E402
 from opweave.pytensor import OpweaveLinker  # noqa: E402
-from opweave.pytensor._elemwise_kernel import ElemwiseKernel, elemwise_kernel  # noqa: E402
+from opweave.pytensor._elemwise_kernel import (  # noqa: E402
+    ElemwiseKernel,
+    elemwise_kernel,
+    expand_aliases,
+)
 
 OPWEAVE = Mode(linker="opweave", optimizer=None)
 PYTENSOR_C = Mode(linker="c", optimizer=None)
@@ -152,16 +156,17 @@ def test_a_wrong_length_raises_as_pytensors() -> None:
 
 def test_outside_its_cases_the_kernel_declines(caplog) -> None:
     x, s = pt.vector("x"), pt.scalar("s")
-    scalar_node = (s * s).owner
-    assert elemwise_kernel(scalar_node) is None  # a 0-d output: nothing to loop over
+    scalar_kernel = elemwise_kernel((s * s).owner)
+    assert isinstance(scalar_kernel, ElemwiseKernel) and not scalar_kernel.flat  # 0-d: no loop
     half = pt.vector("h", dtype="float16")
     assert elemwise_kernel((half * half).owner) is None  # float16: no C code
     openmp = Elemwise((x * s).owner.op.scalar_op, openmp=True)
-    assert elemwise_kernel(openmp(x, s.dimshuffle("x")).owner) is None
-    assert isinstance(elemwise_kernel((x * s).owner), ElemwiseKernel)
+    openmp_node = openmp(x, s.dimshuffle("x")).owner
+    assert elemwise_kernel(openmp_node) is None
+    assert elemwise_kernel((x * s).owner).flat
     with caplog.at_level(logging.DEBUG, logger="opweave.link.c.kernels"):
-        f = pytensor.function([s], s * s + 1.0, mode=OPWEAVE)
-    assert f(np.array(3.0)) == 10.0
+        f = pytensor.function([x, s], openmp(x, s.dimshuffle("x")), mode=OPWEAVE)
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0]), np.array(3.0)), [3.0, 6.0])
     # PyTensor's own C code runs: said at DEBUG, not at INFO (only a node
     # left to perform is worth an INFO line)
     declined = [r for r in caplog.records if "does not cover these inputs" in r.getMessage()]
@@ -213,3 +218,47 @@ def test_clang_builds_the_flat_loop_without_its_vectorisation_warning(tmp_path) 
         built = subprocess.run(command, shell=True, cwd=entry, capture_output=True, text=True)
         assert built.returncode == 0, built.stderr[-2000:]
         assert "loop not vectorized" not in built.stderr, built.stderr[-2000:]
+
+
+def test_in_place_aliases_are_expanded_as_the_preprocessor_would() -> None:
+    text = "\n".join([
+        "int a = 1;",
+        "#define o0_i i0_i",
+        "#define o1_i o0_i",
+        'o0_i = o1_i + x_o0_i; puts("o0_i"); // o0_i',
+        "#undef o1_i",
+        "#undef o0_i",
+        "o0_i = 2;",
+    ])  # fmt: skip
+    assert expand_aliases(text) == "\n".join([
+        "int a = 1;",
+        'i0_i = i0_i + x_o0_i; puts("o0_i"); // o0_i',
+        "o0_i = 2;",
+    ])  # fmt: skip
+    assert expand_aliases("#define A B\nA;") is None  # never undone: it reaches later code
+    assert expand_aliases("#define A (B + 1)\nA;\n#undef A") is None  # not an alias
+    assert expand_aliases("#pragma omp parallel for\nf();") is None
+    assert expand_aliases("#undef A") is None
+    assert expand_aliases("#define A B\nx = \\\nA;\n#undef A") is None  # a continued line
+
+
+@pytest.mark.parametrize("length", [None, 1], ids=["vector", "one-element (no flat loop)"])
+def test_in_place_code_has_no_preprocessor_line_and_pytensors_values(length) -> None:
+    x, y = pt.tensor("x", shape=(length,)), pt.tensor("y", shape=(length,))
+    mode = get_mode("OPWEAVE")  # PyTensor's rewrites make the loop in place
+    made = pt.cumsum(x)  # a result of its own: destroyable
+    out = pt.exp(made * 2.0) + y
+    fo = pytensor.function([x, y], [out, out * y], mode=mode)
+    fc = pytensor.function([x, y], [out, out * y], mode=get_mode("CVM"))
+    nodes = [n for n in fo.maker.fgraph.toposort() if isinstance(n.op, Elemwise)]
+    assert any(n.op.inplace_pattern for n in nodes)
+    for node in nodes:
+        kernel = code_op(node)
+        names = [f"i{k}" for k in range(len(node.inputs))]
+        outs = [f"o{k}" for k in range(len(node.outputs))]
+        code = kernel.c_code(node, "n", names, outs, {"fail": "goto fail;"})
+        assert not re.search(r"^\s*#", code, re.M), code
+    rng = np.random.default_rng(9)
+    args = [rng.normal(size=length or 5), rng.normal(size=length or 5)]
+    for g, e in zip(fo(*args), fc(*args), strict=True):
+        np.testing.assert_array_equal(g, e)
