@@ -10,7 +10,14 @@ node's code means there (issue 36):
 - the rest of the user's code it holds (other ops' support code, other
   nodes' definitions) has no preprocessor line (a macro reaches every line
   after it) and declares, at its top level, no name that the node's own
-  code names (a type, a function, an overload, a variable).
+  code names (a type, a function, an overload, a variable). One form of
+  support code with preprocessor lines passes: an include guard around
+  the whole text (``#ifndef G``, ``#define G``, code without preprocessor
+  lines, ``#endif``, as PyTensor's ``ParamsType`` and scalar functions
+  write theirs). All it does to later code is define ``G`` (empty) and
+  declare what its code declares, so ``G`` counts as one of its declared
+  names: a node whose code names ``G`` (its own guard of other text, an
+  ``#ifdef G``) is not exported there.
 
 Otherwise the node's code is not exported there; a graph that needs it
 later compiles the node's own module, which its key does cover. What this
@@ -26,7 +33,7 @@ from typing import Any
 
 from opweave import _core
 
-__all__ = ["ModuleContext", "top_level_names"]
+__all__ = ["ModuleContext", "include_guard", "top_level_names"]
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _DIRECTIVE = re.compile(r"^\s*#", re.M)
@@ -98,7 +105,9 @@ class ModuleContext:
         # Parts with no user fragment are opweave's own text, which the
         # node's own module holds too.
         self.parts: list[tuple[str, bool]] = [
-            (f.text, _has_directive([f])) for f in spec.support_code if f.origin >= 0
+            (f.text, _has_directive([f]) and include_guard(f.text) is None)
+            for f in spec.support_code
+            if f.origin >= 0
         ]
         for definition in [*spec.definitions, *spec.step_functions]:
             if any(f.origin >= 0 for f in definition):
@@ -109,10 +118,13 @@ class ModuleContext:
         self._declared: dict[str, set[str]] = {}
 
     def _names(self, text: str) -> set[str]:
-        """The names ``text`` declares at its top level (memoised)."""
+        """The names ``text`` declares at its top level, its include
+        guard's macro among them (memoised)."""
         found = self._declared.get(text)
         if found is None:
-            found = self._declared[text] = top_level_names(text)
+            guard = include_guard(text)
+            found = top_level_names(text) | ({guard} if guard else set())
+            self._declared[text] = found
         return found
 
     def holds_alone(self, export: dict[str, Any]) -> bool:
@@ -140,6 +152,24 @@ class ModuleContext:
             if directive or not self._names(text).isdisjoint(used):
                 return False
         return True
+
+
+def include_guard(text: str) -> str | None:
+    """``G`` when ``text`` (comments and literals aside) is one include
+    guard around all its code: ``#ifndef G`` and ``#define G`` first,
+    ``#endif`` last, and no other preprocessor line; else None."""
+    code = _code_only(text)
+    lines = [m.group(1).split() for m in re.finditer(r"^\s*#(.*)$", code, re.M)]
+    if len(lines) != 3 or [len(words) for words in lines] != [2, 2, 1]:
+        return None
+    (if_not, guard), (define, defined), (end,) = lines
+    if (if_not, define, end) != ("ifndef", "define", "endif") or defined != guard:
+        return None
+    before, _, rest = code.partition("#")
+    after = rest[rest.rindex("endif") + len("endif") :]
+    if before.strip() or after.strip() or not _WORD.fullmatch(guard):
+        return None
+    return guard
 
 
 def _has_directive(fragments: Any) -> bool:

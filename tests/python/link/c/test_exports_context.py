@@ -130,3 +130,63 @@ def test_a_neighbour_that_cannot_change_the_node_keeps_its_export() -> None:
     alone = function([x], Scaled()(x), mode=CPY)
     np.testing.assert_array_equal(alone(X), X)
     assert alone.compile_profile["compiled"] == 0  # the export of the first module
+
+
+class Guarded(_Elementwise):
+    """Support code inside one include guard (as PyTensor's ParamsType and
+    scalar functions write theirs): it defines the guard and a function."""
+
+    guard = "OPW_GUARDED_DEFINED"
+
+    def c_support_code(self, **kwargs: Any) -> str:
+        return (
+            f"/* guarded */\n#ifndef {self.guard}\n#define {self.guard}\n"
+            "static inline double opw_guarded(double v) { return v; }\n#endif\n"
+        )
+
+
+class TestsTheGuard(_Elementwise):
+    """``z = x * 3`` where the other's guard is defined, ``x`` alone."""
+
+    def update(self) -> str:
+        return "\n#ifdef OPW_GUARDED_DEFINED\n*value *= 3.0;\n#endif\n"
+
+
+class GuardedWithAMacro(Guarded):
+    guard = "OPW_GUARDED_TOO"
+
+    def c_support_code(self, **kwargs: Any) -> str:
+        return super().c_support_code().replace("static", "#define OPW_FACTOR 3.0\nstatic")
+
+
+def test_an_include_guarded_neighbour_keeps_the_export() -> None:
+    x = dvector("x")
+    function([x], Guarded()(Scaled()(x)), mode=CPY)
+    alone = function([x], Scaled()(x), mode=CPY)
+    np.testing.assert_array_equal(alone(X), X)
+    assert alone.compile_profile["compiled"] == 0  # the export of the first module
+
+
+@pytest.mark.parametrize("neighbour", [GuardedWithAMacro, Guarded])
+def test_a_guard_that_can_change_the_node_stops_the_export(neighbour) -> None:
+    x = dvector("x")
+    node = Scaled if neighbour is GuardedWithAMacro else TestsTheGuard
+    function([x], node()(neighbour()(x)), mode=CPY)  # the history
+    for mode in (CPY, "c", "py", None):
+        alone = function([x], node()(x), mode=mode)
+        np.testing.assert_array_equal(alone(X), X)
+
+
+def test_include_guard_is_one_guard_around_all_the_code() -> None:
+    from opweave.link.c._export_context import include_guard
+
+    body = "int opw_x;\n"
+    assert include_guard(f"/* a */\n#ifndef G\n#define G\n{body}#endif /* G */\n") == "G"
+    assert include_guard(f'#ifndef G\n#define G\nconst char* s = "#endif";\n{body}#endif') == "G"
+    assert include_guard(f"#ifndef G\n#define G 1\n{body}#endif") is None  # a value
+    assert include_guard(f"#ifndef G\n#define H\n{body}#endif") is None
+    assert include_guard(f"#ifndef G\n#define G\n{body}#endif\nint opw_after;") is None
+    assert include_guard(f"int opw_before;\n#ifndef G\n#define G\n{body}#endif") is None
+    assert include_guard(f"#ifndef G\n#define G\n#undef NAN\n{body}#endif") is None
+    assert include_guard(f"#ifdef G\n#define G\n{body}#endif") is None
+    assert include_guard(body) is None
