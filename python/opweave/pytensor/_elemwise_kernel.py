@@ -167,7 +167,7 @@ class ElemwiseKernel(Kernel):
         size = f"PyArray_SIZE({outputs[0]})"
         # Tested without branches, and expected true: as a chain of "&&" the
         # compiler would predict the flat loop cold and not vectorise it.
-        same_size = " & ".join(f"(PyArray_SIZE({n}) == n_flat)" for n, _ in arrays)
+        same_size = " & ".join(f"(int)(PyArray_SIZE({n}) == n_flat)" for n, _ in arrays)
         c_order = " & ".join(f"PyArray_IS_C_CONTIGUOUS({n})" for n, _ in arrays)
         f_order = " & ".join(f"PyArray_IS_F_CONTIGUOUS({n})" for n, _ in arrays)
         pointers = "".join(
