@@ -17,7 +17,9 @@ node's code means there (issue 36):
   write theirs). All it does to later code is define ``G`` (empty) and
   declare what its code declares, so ``G`` counts as one of its declared
   names: a node whose code names ``G`` (its own guard of other text, an
-  ``#ifdef G``) is not exported there.
+  ``#ifdef G``) is not exported there. A ``_Pragma("...")`` operator
+  counts as a preprocessor line, but for those that apply to the next loop
+  only (``GCC ivdep``, ``GCC unroll N``, ``clang loop ...``).
 
 Otherwise the node's code is not exported there; a graph that needs it
 later compiles the node's own module, which its key does cover. What this
@@ -37,6 +39,11 @@ __all__ = ["ModuleContext", "include_guard", "top_level_names"]
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _DIRECTIVE = re.compile(r"^\s*#", re.M)
+# A pragma operator can do what a pragma line does (pack later structs, turn
+# optimisations off): one counts as a preprocessor line unless it applies to
+# the next loop only.
+_PRAGMA = re.compile(r'\b_Pragma\s*\(\s*"((?:\\.|[^"\\])*)"\s*\)')
+_LOOP_PRAGMA = re.compile(r"\s*(GCC\s+ivdep|GCC\s+unroll\s+\d+|clang\s+loop\s.*)\s*")
 _SEPARATORS = frozenset("(=;[,")
 _TAGS = frozenset({"struct", "class", "union", "enum", "namespace"})
 # Keywords and built-in types: never a declared name.
@@ -135,7 +142,7 @@ class ModuleContext:
         if any(not h.startswith("<") for h in extra):
             return False
         own_texts = [*export["support"], *(t for d in export["definitions"] for t, _ in d)]
-        if extra and any(_DIRECTIVE.search(text) for text in own_texts):
+        if extra and any(_preprocesses(text) for text in own_texts):
             return False  # its own #if may test what another header defines
         if self.member_directive:
             return False
@@ -174,4 +181,12 @@ def include_guard(text: str) -> str | None:
 
 def _has_directive(fragments: Any) -> bool:
     """Whether a user fragment (origin >= 0) holds a preprocessor line."""
-    return any(f.origin >= 0 and _DIRECTIVE.search(f.text) for f in fragments)
+    return any(f.origin >= 0 and _preprocesses(f.text) for f in fragments)
+
+
+def _preprocesses(text: str) -> bool:
+    """Whether ``text`` holds a preprocessor line, or a ``_Pragma`` that
+    does not apply to the next loop only."""
+    if _DIRECTIVE.search(text):
+        return True
+    return any(not _LOOP_PRAGMA.fullmatch(m.group(1)) for m in _PRAGMA.finditer(text))

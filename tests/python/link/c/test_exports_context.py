@@ -190,3 +190,30 @@ def test_include_guard_is_one_guard_around_all_the_code() -> None:
     assert include_guard(f"#ifndef G\n#define G\n#undef NAN\n{body}#endif") is None
     assert include_guard(f"#ifdef G\n#define G\n{body}#endif") is None
     assert include_guard(body) is None
+
+
+class PackedInSupport(_Elementwise):
+    """A pragma operator that packs the structs after it."""
+
+    def c_support_code(self, **kwargs: Any) -> str:
+        return '_Pragma("pack(1)")\nstatic inline double opw_packed(double v) { return v; }\n'
+
+
+class LoopPragmaInCode(_Elementwise):
+    """A pragma operator for its own loop only."""
+
+    def update(self) -> str:
+        return '\n_Pragma("GCC ivdep")\nfor (int k = 0; k < 1; ++k) { *value = *value; }\n'
+
+
+def test_a_pragma_operator_counts_unless_it_is_for_the_next_loop() -> None:
+    x = dvector("x")
+    function([x], PackedInSupport()(Scaled()(x)), mode=CPY)
+    alone = function([x], Scaled()(x), mode=CPY)
+    np.testing.assert_array_equal(alone(X), X)
+    assert alone.compile_profile["compiled"] == 1  # not the other module's export
+
+    function([x], LoopPragmaInCode()(Unrelated()(x)), mode=CPY)
+    again = function([x], Unrelated()(x), mode=CPY)
+    np.testing.assert_array_equal(again(X), X)
+    assert again.compile_profile["compiled"] == 0  # the export of the first module
