@@ -131,3 +131,13 @@ def test_debug_mode_checks_the_updates_against_perform() -> None:
     got = f(np.array([1.0, 2.0, 3.0]), np.array(0.5))
     np.testing.assert_array_equal(got[0], [2.5, 4.0, 6.0])
     np.testing.assert_array_equal(got[1], [2.5, 1.5, 2.5])
+
+
+@pytest.mark.parametrize("mode", [OPWEAVE, OPWEAVE_REWRITTEN], ids=["plain", "rewritten"])
+def test_a_returned_view_of_a_kept_copy_never_changes(mode) -> None:
+    x, s = pt.vector("x"), pt.scalar("s")
+    f = pytensor.function([x, s], pt.inc_subtensor(x[0], s)[1:], mode=mode)
+    first = f(np.array([1.0, 2.0, 3.0]), np.array(5.0))
+    second = f(np.array([7.0, 8.0, 9.0]), np.array(5.0))
+    np.testing.assert_array_equal(first, [2.0, 3.0])
+    np.testing.assert_array_equal(second, [8.0, 9.0])
