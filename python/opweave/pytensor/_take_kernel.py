@@ -47,6 +47,7 @@ _TAKE = r"""
     const char* const idx_bytes = PyArray_BYTES(%(idx)s);
     const npy_intp idx_stride = PyArray_STRIDES(%(idx)s)[0];
     dtype_%(z)s* const out = (dtype_%(z)s*)PyArray_DATA(%(z)s);
+    %(unchecked)s
     for (npy_intp k = 0; k < n_out; ++k) {
         npy_intp i = (npy_intp)*(const dtype_%(idx)s*)(idx_bytes + k * idx_stride);
         if (i < 0) {
@@ -65,13 +66,39 @@ _TAKE = r"""
 """
 
 
+# Constant indices, all within x's static length: no index needs a check
+# while x has that length (tested once per call; PyTensor's own code trusts
+# the static length without a test).
+_UNCHECKED = r"""if (n_x == %(length)d) {
+        for (npy_intp k = 0; k < n_out; ++k) {
+            const npy_intp i = (npy_intp)*(const dtype_%(idx)s*)(idx_bytes + k * idx_stride);
+            out[k] = *(const dtype_%(z)s*)(x_bytes + i * x_stride);
+        }
+    } else"""
+
+
 class TakeKernel(Kernel):
-    """``x[idx]``, vector by vector of integers, as ``np.take``."""
+    """``x[idx]``, vector by vector of integers, as ``np.take``; with
+    ``length``, the indices are constants within ``[0, length)``, the
+    static length of ``x``."""
+
+    def __init__(self, op: Any, length: int | None = None) -> None:
+        super().__init__(op)
+        self.length = length
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other) and self.length == other.length  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.op, self.length))
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
-        """The checked gather into the output (kept when it fits)."""
+        """The gather into the output (kept when it fits), each index
+        checked unless they are known to be in bounds."""
         x, idx = inputs
-        return _TAKE % {"x": x, "idx": idx, "z": outputs[0], "fail": sub["fail"]}
+        names = {"x": x, "idx": idx, "z": outputs[0], "fail": sub["fail"], "length": self.length}
+        unchecked = "" if self.length is None else _UNCHECKED % names
+        return _TAKE % dict(names, unchecked=unchecked)
 
 
 def take_kernel(node: Any) -> TakeKernel | None:
@@ -90,4 +117,15 @@ def take_kernel(node: Any) -> TakeKernel | None:
         return None
     if node.outputs[0].type.dtype != x.type.dtype:
         return None
-    return TakeKernel(op)
+    return TakeKernel(op, _static_bound(x, idx))
+
+
+def _static_bound(x: Any, idx: Any) -> int | None:
+    """``x``'s static length when ``idx`` is a constant whose every value
+    is within it (and not negative), else None."""
+    import numpy as np
+
+    length, data = x.type.shape[0], getattr(idx, "data", None)
+    if length is None or not isinstance(data, np.ndarray) or data.size == 0:
+        return None
+    return int(length) if 0 <= data.min() and data.max() < length else None

@@ -112,3 +112,22 @@ def test_debug_mode_checks_the_gather_against_perform() -> None:
     f = pytensor.function([x, idx], x[idx] * 3.0, mode=mode)
     xv, iv = np.linspace(0, 1, 7), np.array([6, -1, 0, 2], dtype="int32")
     np.testing.assert_array_equal(f(xv, iv), np.take(xv, iv) * 3.0)
+
+
+def test_constant_indices_within_a_static_length_are_gathered_unchecked() -> None:
+    x = pt.tensor("x", shape=(5,))
+    inside = np.array([4, 0, 2, 2, 1] * 30)
+    node = x[inside].owner
+    assert take_kernel(node).length == 5
+    assert take_kernel(x[np.array([0, 5])].owner).length is None  # one past the end
+    assert take_kernel(x[np.array([0, -1])].owner).length is None  # from the end: checked
+    assert take_kernel(pt.vector("v")[inside].owner).length is None  # no static length
+    fo, fc = (pytensor.function([x], (x * 2.0)[inside], mode=m) for m in (OPWEAVE, PYTENSOR_C))
+    assert any(isinstance(code_op(n), TakeKernel) and code_op(n).length for n in
+               fo.maker.fgraph.toposort())  # fmt: skip
+    a = np.arange(5.0) - 2.5
+    for _ in range(2):
+        np.testing.assert_array_equal(fo(a), fc(a))
+        np.testing.assert_array_equal(fo(a), np.take(a * 2.0, inside))
+    with pytest.raises(Exception, match="shape"):
+        fo(np.arange(4.0))  # the static length is checked before any gather
