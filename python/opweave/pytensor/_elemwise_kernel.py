@@ -103,7 +103,14 @@ def _expanded(token: str, aliases: dict[str, str]) -> str:
 
 class ElemwiseKernel(Kernel):
     """PyTensor's ``Elemwise`` C code with a flat loop for contiguous
-    operands in front of its strided loop. Every other hook is the op's."""
+    operands in front of its strided loop (without it when ``flat`` is
+    false). Every other hook is the op's."""
+
+    __props__ = ("op", "flat")
+
+    def __init__(self, op: Any, flat: bool = True) -> None:
+        super().__init__(op)
+        self.flat = flat
 
     def __getattr__(self, name: str) -> Any:
         # Only the C hooks are the op's (headers, support code, libraries,
@@ -117,16 +124,6 @@ class ElemwiseKernel(Kernel):
         op's is unversioned."""
         version = self.op.c_code_cache_version_apply(node)
         return (("opweave-elemwise", _VERSION), version) if version else ()
-
-    def __init__(self, op: Any, flat: bool = True) -> None:
-        super().__init__(op)
-        self.flat = flat
-
-    def __eq__(self, other: object) -> bool:
-        return super().__eq__(other) and self.flat == other.flat  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.op, self.flat))
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """PyTensor's declarations, checks and allocation, then the flat

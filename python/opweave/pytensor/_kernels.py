@@ -46,19 +46,24 @@ _VERSION = (1,)
 
 class Kernel:
     """The C hooks opweave uses for one PyTensor op (``self.op``): equal
-    for equal ops, and naming the op in messages. Subclasses define
-    ``c_code`` and, where they need it, ``c_support_code``."""
+    when of one class with equal ``__props__`` (the op, and what a subclass
+    adds that its code depends on), and naming the op in messages.
+    Subclasses define ``c_code`` and, where they need it,
+    ``c_support_code``."""
 
-    __props__ = ("op",)
+    __props__: tuple[str, ...] = ("op",)
 
     def __init__(self, op: Any) -> None:
         self.op = op
 
+    def _props(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__props__)
+
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.op == other.op  # type: ignore[attr-defined]
+        return type(self) is type(other) and self._props() == other._props()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self), self.op))
+        return hash((type(self), self._props()))
 
     def __str__(self) -> str:
         return str(self.op)

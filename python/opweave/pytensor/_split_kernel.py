@@ -18,17 +18,11 @@ from opweave.pytensor._views import ViewKernel, view_code
 
 __all__ = ["SplitKernel", "split_kernel"]
 
-_VERSION = (1,)
-
 _INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
 
 
 class SplitKernel(ViewKernel):
     """``np.split(x, cumsum(splits[:-1]), axis)`` as views of ``x``."""
-
-    def c_code_cache_version(self) -> tuple[int, ...]:
-        """The kernel's code version (its text is also in the key)."""
-        return _VERSION
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """The checks, then one view per piece."""

@@ -33,8 +33,6 @@ from opweave.pytensor._kernels import Kernel
 
 __all__ = ["SumKernel", "sum_kernel"]
 
-_VERSION = (1,)
-
 # The pairwise order of NumPy's float64 add.reduce (its loop for a
 # contiguous run), with the eight partial sums of a block in two vectors.
 _PAIRWISE = r"""
@@ -111,10 +109,6 @@ class SumKernel(Kernel):
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """The sum of the input in the order perform sums it into a kept or new 0-d result."""
         return _SUM % {"x": inputs[0], "z": outputs[0], "fail": sub["fail"]}
-
-    def c_code_cache_version(self) -> tuple[int, ...]:
-        """The kernel's code version (its text is also in the key)."""
-        return _VERSION
 
 
 def sum_kernel(node: Any) -> SumKernel | None:

@@ -82,15 +82,11 @@ class TakeKernel(Kernel):
     ``length``, the indices are constants within ``[0, length)``, the
     static length of ``x``."""
 
+    __props__ = ("op", "length")
+
     def __init__(self, op: Any, length: int | None = None) -> None:
         super().__init__(op)
         self.length = length
-
-    def __eq__(self, other: object) -> bool:
-        return super().__eq__(other) and self.length == other.length  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.op, self.length))
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """The gather into the output (kept when it fits), each index
