@@ -272,10 +272,23 @@ class NodeStructs:
             (f"{name} = {source}.V;\n", -1),
         ]
 
-    def _literal_local(self, kind: Any, name: str, literal: str | None) -> list[Fragment]:
-        """A local ``name`` declared by type ``kind`` and set to ``literal``."""
+    def _literal_local(
+        self, kind: Any, name: str, literal: str | None, python: bool = False
+    ) -> list[Fragment]:
+        """A local ``name`` declared by type ``kind`` and set to ``literal``;
+        with ``python`` (the node's code uses ``py_<name>``), also its Python
+        object, built by the type's ``c_sync`` and released when run() returns."""
         declare = call_hook(kind, "c_declare", name, dict(_SUB), default="", check_input=False)
-        return [self.fragment(declare, f"type {kind} c_declare"), (f"{name} = {literal};\n", -1)]
+        local = [self.fragment(declare, f"type {kind} c_declare"), (f"{name} = {literal};\n", -1)]
+        if not python:
+            return local
+        sync = call_hook(kind, "c_sync", name, {**_SUB, "fail": "return 1;"}, default="")
+        holder = (
+            f"PyObject* py_{name} = NULL;\n"
+            f"struct {name}_ref {{\nPyObject*& p;\n~{name}_ref() {{ Py_XDECREF(p); }}\n}} "
+            f"{name}_owner{{py_{name}}};\n"
+        )
+        return [*local, (holder, -1), self.fragment(sync, f"type {kind} c_sync"), ("\n", -1)]
 
     def _python_objects(self, args: NodeArgs, *code: Fragment) -> list[Fragment]:
         """Makes ``py_V_in<k>`` valid before the node's code runs, for each
@@ -306,12 +319,15 @@ class NodeStructs:
             out += [("}\nreturn 0;\n}\nvoid cleanup() {\n", -1), release, ("}\n", -1)]
         signature: list[str] = []
         body: list[Fragment] = []
+        text = code[0] + cleanup[0]
         for k, cell in enumerate(args.inputs):
             if cell is not None:
                 signature.append(f"{cell}& __i{k}")
                 body += self._local(cell, f"V_in{k}", f"__i{k}")
             elif args.same[k] == k:
-                body += self._literal_local(args.literal_types[k], f"V_in{k}", args.literals[k])
+                python = re.search(rf"\bpy_V_in{k}\b", text) is not None
+                kind, literal = args.literal_types[k], args.literals[k]
+                body += self._literal_local(kind, f"V_in{k}", literal, python)
         for k, cell in enumerate(args.outputs):
             signature.append(f"{cell}& __o{k}")
             body += self._local(cell, f"V_out{k}", f"__o{k}")
