@@ -185,26 +185,31 @@ def dot22_kernel(node: Any) -> Dot22Kernel | None:
 def register_all() -> None:
     """Registers opweave's kernels for the PyTensor ops this PyTensor has."""
     # They build on Kernel: imported here, after it is defined.
+    from opweave.pytensor._advanced_kernels import advanced_inc_kernel, advanced_subtensor_kernel
     from opweave.pytensor._dimshuffle_kernel import dimshuffle_kernel
     from opweave.pytensor._elemwise_kernel import elemwise_kernel
     from opweave.pytensor._inc_subtensor_kernel import inc_subtensor_kernel
     from opweave.pytensor._join_kernel import join_kernel
+    from opweave.pytensor._linalg_kernels import cholesky_kernel, solve_kernel
     from opweave.pytensor._split_kernel import split_kernel
     from opweave.pytensor._subtensor_kernel import subtensor_kernel
     from opweave.pytensor._sum_kernel import sum_kernel
-    from opweave.pytensor._take_kernel import take_kernel
 
     providers: list[tuple[str, str, Callable[[Any], Any]]] = [
         ("pytensor.tensor.blas.gemv", "Gemv", gemv_kernel),
         ("pytensor.tensor.blas.gemm", "Dot22", dot22_kernel),
         ("pytensor.tensor.elemwise", "Elemwise", elemwise_kernel),
         ("pytensor.tensor.elemwise", "DimShuffle", dimshuffle_kernel),
-        ("pytensor.tensor.subtensor", "AdvancedSubtensor", take_kernel),
+        ("pytensor.tensor.subtensor", "AdvancedSubtensor", advanced_subtensor_kernel),
+        ("pytensor.tensor.subtensor", "AdvancedIncSubtensor", advanced_inc_kernel),
         ("pytensor.tensor.basic", "Join", join_kernel),
         ("pytensor.tensor.subtensor", "Subtensor", subtensor_kernel),
         ("pytensor.tensor.math", "Sum", sum_kernel),
         ("pytensor.tensor.subtensor", "IncSubtensor", inc_subtensor_kernel),
         ("pytensor.tensor.basic", "Split", split_kernel),
+        ("pytensor.tensor.linalg.decomposition.cholesky", "Cholesky", cholesky_kernel),
+        ("pytensor.tensor.linalg.solvers.triangular", "SolveTriangular", solve_kernel),
+        ("pytensor.tensor.linalg.solvers.psd", "CholeskySolve", solve_kernel),
     ]
     import importlib
 

@@ -18,16 +18,25 @@ from pytensor.compile.rewriting import inline_ofg_node
 from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.link.c.interface import CLinkerOp
 
+from opweave.link.c.kernels import KERNEL_CLASSES, code_op
+
 __all__ = ["TAG", "inline_c_op_from_graph"]
 
 TAG = "opweave"
 # After ofg_inner_graph (49.6), which rewrites inner graphs, and before the
-# in-place rewrites (50 and later), which then see the inlined nodes.
-_POSITION = 49.65
+# in-place rewrites (50 and later), which then see the inlined nodes; and
+# again after local_useless_unbatched_blockwise (60), which unwraps ops
+# such as AllocDiag from a Blockwise, before local_inplace_AdvancedIncSubtensor
+# (70.6), which makes their inlined updates in place.
+_POSITIONS = {"opweave_inline_ofg": 49.65, "opweave_inline_ofg_late": 65.0}
 
 
-def _has_c_code(op: Any) -> bool:
-    """Whether ``op`` defines C code (not CLinkerOp's raising default)."""
+def _has_c_code(node: Any) -> bool:
+    """Whether ``node``'s op defines C code (not CLinkerOp's raising
+    default), or opweave's kernel registry gives the node some."""
+    op = node.op
+    if type(op) in KERNEL_CLASSES and code_op(node) is not op:
+        return True
     return isinstance(op, CLinkerOp) and type(op).c_code is not CLinkerOp.c_code
 
 
@@ -35,12 +44,11 @@ def _has_c_code(op: Any) -> bool:
 def inline_c_op_from_graph(fgraph: Any, node: Any) -> Any:
     """The outputs of ``node``'s inner graph on its inputs, when every inner
     node has C code; else False (the node stays an OpFromGraph)."""
-    if all(_has_c_code(inner.op) for inner in node.op.fgraph.toposort()):
+    if all(_has_c_code(inner) for inner in node.op.fgraph.toposort()):
         return inline_ofg_node(node)
     return False
 
 
-if "opweave_inline_ofg" not in optdb:
-    optdb.register(
-        "opweave_inline_ofg", dfs_rewriter(inline_c_op_from_graph), TAG, position=_POSITION
-    )
+for _name, _position in _POSITIONS.items():
+    if _name not in optdb:
+        optdb.register(_name, dfs_rewriter(inline_c_op_from_graph), TAG, position=_position)
