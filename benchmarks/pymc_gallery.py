@@ -101,6 +101,34 @@ def gp(pm: Any) -> Any:
     return model
 
 
+def garch(pm: Any) -> Any:
+    """A GARCH(1,1) volatility over 200 returns, its recursion a Scan."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(7)
+    returns = rng.standard_t(6, 200) * 0.01
+    with pm.Model() as model:
+        omega = pm.HalfNormal("omega", 0.01)
+        alpha = pm.Beta("alpha", 2, 8)
+        beta = pm.Beta("beta", 8, 2)
+        r = pt.as_tensor(returns)
+
+        def variance(r_previous, s_previous, omega, alpha, beta):
+            return omega + alpha * r_previous**2 + beta * s_previous
+
+        s0 = pt.as_tensor(np.var(returns))
+        s = pytensor.scan(
+            variance,
+            sequences=[r[:-1]],
+            outputs_info=[s0],
+            non_sequences=[omega, alpha, beta],
+            return_updates=False,
+        )
+        pm.Normal("obs", 0.0, pt.sqrt(s), observed=returns[1:])
+    return model
+
+
 MODELS: dict[str, Callable[[Any], Any]] = {
     "eight_schools": eight_schools,
     "radon": radon,
@@ -109,4 +137,5 @@ MODELS: dict[str, Callable[[Any], Any]] = {
     "mixture": mixture,
     "lkj": lkj,
     "gp": gp,
+    "garch": garch,
 }

@@ -7,6 +7,9 @@
 // the list of outputs. When the function raises, the exception's
 // `failed_node` (an int, set by opweave's linkers) becomes
 // `position_of_error`, which PyTensor reads to name the failing node.
+// With `updates` (pairs of an input's and an output's index), each such
+// input cell then takes its output's value, as PyTensor's own virtual
+// machines do for a graph's updates (Scan's loop relies on it).
 // Other attributes (`nodes`, `thunks`, `storage_map`, ...) live in the
 // instance's __dict__, set from Python.
 #include <Python.h>
@@ -34,6 +37,7 @@ struct CellCallObject {
     PyObject* function;  // the graph: input values in, a list of outputs out
     PyObject* inputs;    // tuple of input cells (lists)
     PyObject* outputs;   // tuple of output cells (lists)
+    PyObject* updates;   // tuple of (input index, output index) pairs
     PyObject* dict;
     PyObject* weakrefs;
     Py_ssize_t position_of_error;
@@ -100,6 +104,51 @@ int store_outputs(CellCallObject* self, PyObject* result) {
     return 0;
 }
 
+// Each updated input cell takes its output's value (checked at creation).
+int apply_updates(CellCallObject* self, PyObject* result) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->updates); ++i) {
+        PyObject* pair = PyTuple_GET_ITEM(self->updates, i);
+        Py_ssize_t in = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0));
+        Py_ssize_t out = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1));
+        PyObject* cell = PyTuple_GET_ITEM(self->inputs, in);
+        if (!PyList_Check(cell) || PyList_GET_SIZE(cell) < 1) {
+            PyErr_Format(PyExc_TypeError, "CellCall input cell %zd is no longer a list", in);
+            return -1;
+        }
+        if (PyList_SetItem(cell, 0, Py_NewRef(PyList_GET_ITEM(result, out))) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// `updates` as stored: a tuple of (input, output) index pairs in range.
+int check_updates(PyObject* updates, Py_ssize_t n_inputs, Py_ssize_t n_outputs) {
+    if (!PyTuple_Check(updates)) {
+        PyErr_SetString(PyExc_TypeError, "CellCall updates must be a tuple of index pairs");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(updates); ++i) {
+        PyObject* pair = PyTuple_GET_ITEM(updates, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 0)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
+            PyErr_Format(PyExc_TypeError, "CellCall updates[%zd] must be a pair of ints", i);
+            return -1;
+        }
+        Py_ssize_t in = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0));
+        Py_ssize_t out = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1));
+        if (in < 0 || in >= n_inputs || out < 0 || out >= n_outputs) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_ValueError, "CellCall updates[%zd] = (%zd, %zd) is out of range",
+                             i, in, out);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyObject* call_with(CellCallObject* self, PyObject** values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject* cell = PyTuple_GET_ITEM(self->inputs, i);
@@ -120,7 +169,7 @@ PyObject* call_with(CellCallObject* self, PyObject** values, Py_ssize_t n) {
         note_failed_node(self);
         return NULL;
     }
-    if (store_outputs(self, result) != 0) {
+    if (store_outputs(self, result) != 0 || apply_updates(self, result) != 0) {
         Py_DECREF(result);
         return NULL;
     }
@@ -154,13 +203,14 @@ PyObject* cell_call_vectorcall(PyObject* callable, PyObject* const*, size_t narg
 }
 
 PyObject* cell_call_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-    static const char* names[] = {"function", "inputs", "outputs", NULL};
+    static const char* names[] = {"function", "inputs", "outputs", "updates", NULL};
     PyObject* function = NULL;
     PyObject* inputs = NULL;
     PyObject* outputs = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!:CellCall", const_cast<char**>(names),
-                                     &function, &PyTuple_Type, &inputs, &PyTuple_Type,
-                                     &outputs)) {
+    PyObject* updates = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!|O:CellCall", const_cast<char**>(names),
+                                     &function, &PyTuple_Type, &inputs, &PyTuple_Type, &outputs,
+                                     &updates)) {
         return NULL;
     }
     if (!PyCallable_Check(function)) {
@@ -170,14 +220,28 @@ PyObject* cell_call_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     if (check_cells(inputs, "inputs") != 0 || check_cells(outputs, "outputs") != 0) {
         return NULL;
     }
+    PyObject* no_updates = PyTuple_New(0);
+    if (no_updates == NULL) {
+        return NULL;
+    }
+    if (updates == NULL) {
+        updates = no_updates;
+    }
+    if (check_updates(updates, PyTuple_GET_SIZE(inputs), PyTuple_GET_SIZE(outputs)) != 0) {
+        Py_DECREF(no_updates);
+        return NULL;
+    }
     auto* self = reinterpret_cast<CellCallObject*>(type->tp_alloc(type, 0));
     if (self == NULL) {
+        Py_DECREF(no_updates);
         return NULL;
     }
     self->vectorcall = cell_call_vectorcall;
     self->function = Py_NewRef(function);
     self->inputs = Py_NewRef(inputs);
     self->outputs = Py_NewRef(outputs);
+    self->updates = Py_NewRef(updates);
+    Py_DECREF(no_updates);
     self->position_of_error = -1;
     return reinterpret_cast<PyObject*>(self);
 }
@@ -188,6 +252,7 @@ int cell_call_traverse(PyObject* object, visitproc visit, void* arg) {
     Py_VISIT(self->function);
     Py_VISIT(self->inputs);
     Py_VISIT(self->outputs);
+    Py_VISIT(self->updates);
     Py_VISIT(self->dict);
     return 0;
 }
@@ -211,6 +276,7 @@ void cell_call_dealloc(PyObject* object) {
     cell_call_clear(object);
     Py_CLEAR(self->inputs);
     Py_CLEAR(self->outputs);
+    Py_CLEAR(self->updates);
     type->tp_free(object);
     Py_DECREF(type);
 }
@@ -226,15 +292,19 @@ PyMemberDef cell_call_members[] = {
      "The graph's function: input values in, a list of output values out."},
     {"inputs", T_OBJECT, offsetof(CellCallObject, inputs), READONLY, "The input cells."},
     {"outputs", T_OBJECT, offsetof(CellCallObject, outputs), READONLY, "The output cells."},
+    {"updates", T_OBJECT, offsetof(CellCallObject, updates), READONLY,
+     "(input index, output index) pairs: each such input cell takes its output's value "
+     "after a call."},
     {NULL, 0, 0, 0, NULL},
 };
 
 const char* k_cell_call_doc =
-    "CellCall(function, inputs, outputs)\n"
+    "CellCall(function, inputs, outputs, updates=())\n"
     "\n"
     "function bound to storage cells (tuples of one-element lists): a call, with no\n"
     "arguments, passes the input cells' values to function, writes each value of the\n"
-    "list it returns into the matching output cell, and returns that list. When\n"
+    "list it returns into the matching output cell, then each (input, output) pair of\n"
+    "updates' output value into that input cell, and returns that list. When\n"
     "function raises an exception with an int failed_node, position_of_error is set\n"
     "to it (else it is -1). Instances take attributes.";
 

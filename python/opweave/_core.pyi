@@ -1163,11 +1163,12 @@ class Function:
         """
 class CellCall:
     """
-    CellCall(function, inputs, outputs)
+    CellCall(function, inputs, outputs, updates=())
 
     function bound to storage cells (tuples of one-element lists): a call, with no
     arguments, passes the input cells' values to function, writes each value of the
-    list it returns into the matching output cell, and returns that list. When
+    list it returns into the matching output cell, then each (input, output) pair of
+    updates' output value into that input cell, and returns that list. When
     function raises an exception with an int failed_node, position_of_error is set
     to it (else it is -1). Instances take attributes.
     """
@@ -1185,6 +1186,7 @@ class CellCall:
         function: collections.abc.Callable[..., list[typing.Any]],
         inputs: tuple[list[typing.Any], ...],
         outputs: tuple[list[typing.Any], ...],
+        updates: tuple[tuple[int, int], ...] = (),
     ) -> None: ...
     def __call__(self) -> list[typing.Any]: ...
     @property
@@ -1193,6 +1195,8 @@ class CellCall:
     def inputs(self) -> tuple[list[typing.Any], ...]: ...
     @property
     def outputs(self) -> tuple[list[typing.Any], ...]: ...
+    @property
+    def updates(self) -> tuple[tuple[int, int], ...]: ...
 class StepRunner:
     """
     StepRunner(n_inputs, n_slots, steps, outputs, *, constants=(), filtered=(), filter=None,

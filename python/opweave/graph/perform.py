@@ -85,16 +85,25 @@ PERFORM = object()
 # Rules naming the ops that run through their own make_thunk (see
 # register_own_thunk); each returns the impl to ask for, or PERFORM.
 _own_thunk_rules: list[Callable[[Any], Any]] = []
+# What gives, for an op, the op whose make_thunk runs its nodes (see
+# register_own_thunk's ``prepare``).
+_thunk_op_rules: list[Callable[[Any], Any]] = []
 
 
-def register_own_thunk(rule: Callable[[Any], Any]) -> None:
+def register_own_thunk(
+    rule: Callable[[Any], Any], prepare: Callable[[Any], Any] | None = None
+) -> None:
     """Adds a rule that picks the ops whose Python implementation is their
     own ``make_thunk`` rather than ``perform``: ``rule(op)`` returns the
     ``impl`` to pass to ``op.make_thunk`` (``"c"``, ``"py"`` or None), or
     :data:`PERFORM` for an op it leaves to ``perform``. PyTensor's
     ``IfElse`` (no ``perform``) and its ops with an inner function (whose
-    ``make_thunk`` links it) are registered by :mod:`opweave.pytensor`."""
+    ``make_thunk`` links it) are registered by :mod:`opweave.pytensor`.
+    ``prepare(op)``, if given, returns the op whose ``make_thunk`` is
+    called (an equal copy whose inner function opweave linked), or ``op``."""
     _own_thunk_rules.append(rule)
+    if prepare is not None:
+        _thunk_op_rules.append(prepare)
 
 
 def own_thunk_impl(op: Any) -> Any:
@@ -115,7 +124,10 @@ def own_thunk(node: Apply, impl: Any) -> NodeThunk:
     inputs = list(dict.fromkeys(node.inputs))
     storage = {v: [None] for v in [*inputs, *node.outputs]}
     computed = {v: [v not in node.outputs] for v in storage}
-    thunk = node.op.make_thunk(node, storage, computed, [], impl=impl)
+    op = node.op
+    for prepare in _thunk_op_rules:
+        op = prepare(op)
+    thunk = op.make_thunk(node, storage, computed, [], impl=impl)
     in_cells = [storage[v] for v in node.inputs]
     out_cells = [storage[v] for v in node.outputs]
     out_done = [computed[v] for v in node.outputs]

@@ -83,15 +83,33 @@ register_snapshot(pytensor.config.get_config_hash)
 def _own_thunk(op: object) -> object:
     """The ops that run through their own ``make_thunk`` where they run in
     Python: an op with an inner function (Scan, OpFromGraph), whose thunk
-    links that function with PyTensor's ``cvm`` (``impl="c"``), and an op
-    whose class makes its own thunk instead of a ``perform`` (IfElse)."""
+    runs that function (linked by opweave, :func:`_inner_on_opweave`), and
+    an op whose class makes its own thunk instead of a ``perform`` (IfElse)."""
     if isinstance(op, HasInnerFunction):
         return "c"
     makes_own = isinstance(op, _PtOp) and type(op).make_thunk is not _PtOp.make_thunk
     return None if makes_own and not isinstance(op, _PtCOp) else PERFORM
 
 
-register_own_thunk(_own_thunk)
+def _inner_on_opweave(op: object) -> object:
+    """For an op with an inner function (Scan, OpFromGraph), a copy whose
+    inner function opweave links (``OpweaveLinker``, no rewrites: the inner
+    graph was rewritten with the outer one) and caches, never PyTensor's
+    ``cvm`` and its compiledir; the op itself, shared with other back ends,
+    is left as it is. Other ops as they are."""
+    if not isinstance(op, HasInnerFunction):
+        return op
+    import copy
+
+    from pytensor.compile.inner_function import link_only_mode
+
+    mine = copy.copy(op)
+    allow_gc = getattr(op, "allow_gc", None)
+    mine._fn = mine.compile_fn(link_only_mode(OpweaveLinker("c", allow_gc=allow_gc)))
+    return mine
+
+
+register_own_thunk(_own_thunk, _inner_on_opweave)
 
 
 def _inner_graph_rewrites_as_c() -> None:

@@ -190,7 +190,11 @@ def register_all() -> None:
     from opweave.pytensor._elemwise_kernel import elemwise_kernel
     from opweave.pytensor._inc_subtensor_kernel import inc_subtensor_kernel
     from opweave.pytensor._join_kernel import join_kernel
-    from opweave.pytensor._linalg_kernels import cholesky_kernel, solve_kernel
+    from opweave.pytensor._linalg_kernels import (
+        cholesky_kernel,
+        numpy_linalg_kernel,
+        solve_kernel,
+    )
     from opweave.pytensor._split_kernel import split_kernel
     from opweave.pytensor._subtensor_kernel import subtensor_kernel
     from opweave.pytensor._sum_kernel import sum_kernel
@@ -210,6 +214,9 @@ def register_all() -> None:
         ("pytensor.tensor.linalg.decomposition.cholesky", "Cholesky", cholesky_kernel),
         ("pytensor.tensor.linalg.solvers.triangular", "SolveTriangular", solve_kernel),
         ("pytensor.tensor.linalg.solvers.psd", "CholeskySolve", solve_kernel),
+        ("pytensor.tensor.linalg.inverse", "MatrixInverse", numpy_linalg_kernel),
+        ("pytensor.tensor.linalg.summary", "Det", numpy_linalg_kernel),
+        ("pytensor.tensor.linalg.summary", "SLogDet", numpy_linalg_kernel),
     ]
     import importlib
 

@@ -112,12 +112,12 @@ class OpweaveLinker(Linker):
         return opweave_vm(thunk, linker.allow_gc, fgraph, cells), in_containers, out_containers
 
     def clone(self, allow_gc: bool | None = None) -> Any:
-        """The linker of a Scan's inner function. PyTensor clones a mode's
-        linker only there (``Mode.clone(link_kwargs=...)`` in
-        ``Scan.link_mode``), and Scan's loop drives its inner function as a
-        virtual machine, which only PyTensor's ``VMLinker`` provides: inner
-        functions are linked by PyTensor's ``cvm``, as they are when Scan
-        picks the linker itself."""
+        """The linker PyTensor's own back ends give a Scan whose per-op
+        ``mode`` names this linker's mode (``Mode.clone(link_kwargs=...)`` in
+        ``Scan.link_mode``, which requires a ``VMLinker`` for a gradient's
+        preallocated taps): PyTensor's ``cvm``. Under opweave's linkers a
+        Scan's inner function is linked by opweave instead
+        (``opweave.pytensor._inner_on_opweave``), never through this."""
         from pytensor.link.vm import VMLinker
 
         return VMLinker(use_cloop=True, allow_gc=self._allow_gc if allow_gc is None else allow_gc)

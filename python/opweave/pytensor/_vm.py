@@ -109,10 +109,16 @@ def opweave_vm(thunk: Thunk, allow_gc: bool, graph: Any, cells: list[list[Any]])
         # PyTensor's Function filtered the inputs already, or trusts them
         # (trust_input): a value the C code refuses raises, never converted.
         thunk.function.trust_input = True
+    # The graph's updates (output k feeds input i back) are done by the call
+    # itself, as PyTensor's own virtual machines do them: Scan's loop calls
+    # its inner function's vm() directly, and Function then leaves them to it.
+    mapping = getattr(graph, "update_mapping", None) or {}
+    updates = tuple(sorted((int(i), int(k)) for k, i in mapping.items()))
     vm = _core.CellCall(
         thunk.function,
         tuple(c.storage for c in thunk.inputs),
         tuple(c.storage for c in thunk.outputs),
+        updates,
     )
     storage_map = dict(thunk.storage_map)
     release = getattr(thunk.function, "free", None)
@@ -138,7 +144,7 @@ def opweave_vm(thunk: Thunk, allow_gc: bool, graph: Any, cells: list[list[Any]])
     ]
     vm.storage_map = storage_map
     vm.allow_gc = allow_gc
-    vm.need_update_inputs = True
+    vm.need_update_inputs = False  # the call does them (above)
     vm.time_thunks = False
     vm.lazy = False
     return vm

@@ -94,3 +94,16 @@ def test_free_recreates_the_graph_and_keeps_its_results() -> None:
         fn.free()
         np.testing.assert_array_equal(fn(np.ones(2), 3.0), [3.0, 3.0])
     assert function([x, a], VectorTimesScalar()(x, a), mode="py").free() is None
+
+
+def test_updates_feed_outputs_back_into_input_cells_after_the_call() -> None:
+    inputs, outputs = ([1], [10]), ([None], [None])
+    call = _core.CellCall(lambda a, b: [a + b, b * 2], inputs, outputs, ((1, 1),))
+    assert call.updates == ((1, 1),)
+    assert call() == [11, 20]  # the outputs are those of the call, before the update
+    assert inputs[1][0] == 20 and inputs[0][0] == 1
+    assert call() == [21, 40] and inputs[1][0] == 40
+    cases = [(((2, 0),), ValueError), ((("1", 0),), TypeError), ([(0, 0)], TypeError)]
+    for bad, error in cases:
+        with pytest.raises(error):
+            _core.CellCall(lambda a, b: [a, b], inputs, outputs, bad)

@@ -13,14 +13,17 @@ pytensor = pytest.importorskip("pytensor", reason="needs opweave[pytensor] (Pyth
 
 import pytensor.tensor as pt  # noqa: E402
 from pytensor.tensor.linalg.decomposition.cholesky import Cholesky  # noqa: E402
+from pytensor.tensor.linalg.inverse import MatrixInverse  # noqa: E402
 from pytensor.tensor.linalg.solvers.psd import CholeskySolve  # noqa: E402
 from pytensor.tensor.linalg.solvers.triangular import SolveTriangular  # noqa: E402
+from pytensor.tensor.linalg.summary import Det, SLogDet  # noqa: E402
 from support.pytensor_modes import DEBUG, both  # noqa: E402
 
 import opweave.pytensor  # noqa: E402,F401
 from opweave.link.c.kernels import code_op  # noqa: E402
 from opweave.pytensor._linalg_kernels import (  # noqa: E402
     CholeskyKernel,
+    NumpyLinalgKernel,
     SolveKernel,
     cholesky_kernel,
     solve_kernel,
@@ -218,3 +221,40 @@ def test_gradients_of_a_cholesky_model_run_in_c_and_match_the_c_back_end() -> No
     assert getattr(fo.vm.function, "node_outcomes", None) is None
     for got, expected in zip(fo(*args), fc(*args), strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def errors_of(f, value) -> tuple[str, str, str]:
+    with pytest.raises(Exception) as raised:
+        f(value)
+    error = raised.value
+    return type(error).__name__, str(error).split("\n")[0], repr(error.__cause__)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+@pytest.mark.parametrize("how", ["C", "F", "strided"])
+def test_inverse_and_determinants_are_numpys_bitwise(dtype, how) -> None:
+    x = pt.matrix("x", dtype=dtype)
+    outs = [MatrixInverse()(x), Det()(x), *SLogDet()(x)]
+    fo, fp = both([x], outs)
+    assert kernels(fo) == [NumpyLinalgKernel] * 3
+    value = layout((np.random.default_rng(9).normal(size=(5, 5)) * 4).astype(dtype), how)
+    for got, expected in zip(fo(value), fp(value), strict=True):
+        same(got, expected)
+    np.testing.assert_allclose(fo(value)[0] @ value, np.eye(5), atol=1e-3)
+
+
+def test_inverse_and_determinant_failures_are_performs() -> None:
+    x = pt.dmatrix("x")
+    for op in (MatrixInverse(), Det()):
+        fo, fp = both([x], op(x))
+        for bad in (np.ones((3, 3)), np.ones((3, 4))):
+            if isinstance(op, Det) and bad.shape == (3, 3):
+                same(fo(bad), fp(bad))  # a singular matrix's determinant is 0
+                continue
+            assert errors_of(fo, bad) == errors_of(fp, bad)
+    fo, fp = both([x], MatrixInverse()(x))
+    assert errors_of(fo, np.ones((2, 2)))[:2] == ("LinAlgError", "Singular matrix")
+    nan = np.full((2, 2), np.nan)
+    same(fo(nan), fp(nan))  # NaNs are not singular to NumPy: NaNs out
+    with np.errstate(invalid="raise"):  # the caller's error state does not matter
+        assert errors_of(fo, np.ones((2, 2)))[0] == "LinAlgError"

@@ -41,6 +41,8 @@ def sample() -> dict[str, object]:
         "AdvancedSubtensor": A[pt.cast(x, "int64"), pt.cast(y, "int64")],
         "AdvancedIncSubtensor": pt.inc_subtensor(A[pt.cast(x, "int64"), pt.cast(y, "int64")], x),
         "MatrixInverse": pt.linalg.inv(A),
+        "Det": pt.linalg.det(A),
+        "SLogDet": pt.linalg.slogdet(A)[1],
         "Eye": pt.eye(x.shape[0]),
     }
 

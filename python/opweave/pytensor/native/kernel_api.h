@@ -42,6 +42,15 @@ struct opweave_kernels_v1 {
     /* In place in x: x[key] = y (mode 0), x[key] += y (mode 1) or
      * np.add.at(x, key, y) (mode 2), as NumPy does them. */
     int (*set_item)(PyArrayObject* x, PyObject* key, PyObject* y, int mode);
+    /* MatrixInverse.perform: np.linalg.inv (NumPy's gufunc, its errstate:
+     * LinAlgError("Singular matrix")), cast to type_num. */
+    int (*matrix_inverse)(PyArrayObject* x, int type_num, PyArrayObject** out);
+    /* Det.perform: np.asarray(np.linalg.det(x)) in type_num; any failure is
+     * ValueError("Failed to compute determinant", x). */
+    int (*det)(PyArrayObject* x, int type_num, PyArrayObject** out);
+    /* SLogDet.perform: np.linalg.slogdet(x) as two 0-d arrays. */
+    int (*slogdet)(PyArrayObject* x, int type_num, PyArrayObject** sign,
+                   PyArrayObject** logdet);
 };
 
 /* The table, imported once per process (and per translation unit): NULL with
