@@ -15,8 +15,10 @@ from typing import Any
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.mode import optdb
 from pytensor.compile.rewriting import inline_ofg_node
+from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 from pytensor.link.c.interface import CLinkerOp
+from pytensor.tensor.blockwise import Blockwise
 
 from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 
@@ -29,6 +31,8 @@ TAG = "opweave"
 # such as AllocDiag from a Blockwise, before local_inplace_AdvancedIncSubtensor
 # (70.6), which makes their inlined updates in place.
 _POSITIONS = {"opweave_inline_ofg": 49.65, "opweave_inline_ofg_late": 65.0}
+# Before ofg_inner_graph (49.6), which rewrites inner graphs in place.
+_VECTORIZE_POSITION = 49.55
 
 
 def _has_c_code(node: Any) -> bool:
@@ -44,11 +48,38 @@ def _has_c_code(node: Any) -> bool:
 def inline_c_op_from_graph(fgraph: Any, node: Any) -> Any:
     """The outputs of ``node``'s inner graph on its inputs, when every inner
     node has C code; else False (the node stays an OpFromGraph)."""
-    if all(_has_c_code(inner) for inner in node.op.fgraph.toposort()):
-        return inline_ofg_node(node)
-    return False
+    return inline_ofg_node(node) if _all_c(node.op) else False
+
+
+@node_rewriter([Blockwise])
+def vectorize_c_op_from_graph(fgraph: Any, node: Any) -> Any:
+    """A ``Blockwise`` of an OpFromGraph whose inner nodes all have C code
+    (AllocDiag of a batch of vectors, in a batched Cholesky's gradient):
+    the inner graph vectorised on the batched inputs; else False. Before
+    PyTensor rewrites inner graphs (in place, which vectorising refuses)."""
+    core = node.op.core_op
+    if not isinstance(core, OpFromGraph) or not _all_c(core):
+        return False
+    inner = core.fgraph.unfreeze() if hasattr(core.fgraph, "unfreeze") else core.fgraph
+    replace = dict(zip(inner.inputs, node.inputs, strict=True))
+    try:
+        return vectorize_graph(list(inner.outputs), replace=replace)
+    except (NotImplementedError, ValueError, TypeError):  # not vectorisable: as it is
+        return False
+
+
+def _all_c(op: Any) -> bool:
+    """Whether every node of ``op``'s inner graph has C code."""
+    return all(_has_c_code(inner) for inner in op.fgraph.toposort())
 
 
 for _name, _position in _POSITIONS.items():
     if _name not in optdb:
         optdb.register(_name, dfs_rewriter(inline_c_op_from_graph), TAG, position=_position)
+if "opweave_vectorize_ofg" not in optdb:
+    optdb.register(
+        "opweave_vectorize_ofg",
+        dfs_rewriter(vectorize_c_op_from_graph),
+        TAG,
+        position=_VECTORIZE_POSITION,
+    )

@@ -51,6 +51,17 @@ struct opweave_kernels_v1 {
     /* SLogDet.perform: np.linalg.slogdet(x) as two 0-d arrays. */
     int (*slogdet)(PyArrayObject* x, int type_num, PyArrayObject** sign,
                    PyArrayObject** logdet);
+    /* Blockwise: the broadcast shape of the first batch_ndim axes of n
+     * arrays into `shape` (NumPy's error where they do not broadcast). */
+    int (*batch_shape)(int n, PyArrayObject* const* arrays, int batch_ndim, npy_intp* shape);
+    /* A view of x's core axes at the batch position `index` (an axis of
+     * length 1 is broadcast), with x as its base; NULL on failure. */
+    PyArrayObject* (*core_view)(PyArrayObject* x, int batch_ndim, const npy_intp* index);
+    /* Stores `core` at flat batch position `flat` of *out, allocated (of
+     * the batch shape and core's shape and dtype) when flat is 0, as
+     * NumPy's `out[index] = core`. */
+    int (*store_core)(PyArrayObject** out, int batch_ndim, const npy_intp* batch, npy_intp flat,
+                      PyArrayObject* core);
 };
 
 /* The table, imported once per process (and per translation unit): NULL with
