@@ -27,7 +27,7 @@ from opweave.pytensor._kernels import Kernel
 
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 
-_VERSION = 3
+_VERSION = 4
 
 # Element i of an output is computed from elements i of the inputs only, and
 # an output is either new or exactly an input it destroys (PyTensor's destroy
@@ -174,6 +174,7 @@ class ElemwiseKernel(Kernel):
             f"const dtype_{n} {n}_i = ((const dtype_{n}*)PyArray_DATA({n}))[0];\n" for n in scalars
         )
         elements = "".join(f"dtype_{n}& {n}_i = {n}_flat[i_flat];\n" for n, _ in arrays)
+        rows = self._rows_loop(node, outputs, distinct, scalars, task, same)
         head = f"""{{
 const npy_intp n_flat = {size};
 const int flat_ok = ({same_size}) & (({c_order}) | ({f_order}));
@@ -184,9 +185,75 @@ for (npy_intp i_flat = 0; i_flat < n_flat; ++i_flat) {{
 {task}
 }}
 }}
-}} else {{
+}} else {rows}{{
 """
         return head, "\n}\n}\n"
+
+    def _rows_loop(
+        self,
+        node: Any,
+        outputs: list[str],
+        distinct: list[tuple[str, Any]],
+        scalars: list[str],
+        task: str,
+        same: str,
+    ) -> str:
+        """``if (rows) { a loop over rows } else `` for C-contiguous
+        operands that broadcast along whole axes (an outer product's
+        ``(n, 1)`` and ``(1, m)``): the output's last axis is the inner,
+        vectorisable loop, an operand broadcast along it is read once per
+        row; else "" (no such loop for this node). Every element is
+        computed by the same scalar code as PyTensor's loop."""
+        out_type = node.outputs[0].type
+        if out_type.ndim < 2 or any(any(o.type.broadcastable) for o in node.outputs):
+            return ""
+        if self.op.inplace_pattern and any(
+            any(node.inputs[i].type.broadcastable) for i in self.op.inplace_pattern.values()
+        ):
+            return ""
+        operands = [(n, v.type.broadcastable) for n, v in distinct if n not in scalars]
+        if not any(any(b) for _, b in operands):
+            return ""  # nothing broadcast: the flat loop's case
+        if any(any(b[:-1]) and not all(b[:-1]) for _, b in operands):
+            return ""  # broadcast along some outer axes only
+        aliased = dict(self.op.inplace_pattern)
+        news = [o for k, o in enumerate(outputs) if k not in aliased]
+        contiguous = " & ".join(
+            f"PyArray_IS_C_CONTIGUOUS({n})" for n in [*(n for n, _ in operands), *news]
+        )
+        pointers, per_row, elements = [], [], []
+        for n, b in operands:
+            outer = "0" if all(b[:-1]) else ("1" if b[-1] else "n_cols")
+            pointers.append(f"dtype_{n}* const {n}_flat = (dtype_{n}*)PyArray_DATA({n});")
+            if b[-1]:
+                per_row.append(f"const dtype_{n} {n}_i = {n}_flat[r_rows * {outer}];")
+            else:
+                per_row.append(f"dtype_{n}* const {n}_row = {n}_flat + r_rows * {outer};")
+                elements.append(f"dtype_{n}& {n}_i = {n}_row[c_rows];")
+        for n in news:
+            pointers.append(f"dtype_{n}* const {n}_flat = (dtype_{n}*)PyArray_DATA({n});")
+            per_row.append(f"dtype_{n}* const {n}_row = {n}_flat + r_rows * n_cols;")
+            elements.append(f"dtype_{n}& {n}_i = {n}_row[c_rows];")
+        loaded = "".join(
+            f"const dtype_{n} {n}_i = ((const dtype_{n}*)PyArray_DATA({n}))[0];\n" for n in scalars
+        )
+        first = outputs[0]
+        nl = "\n"
+        return f"""if ({contiguous}) {{
+const npy_intp n_cols = PyArray_DIMS({first})[PyArray_NDIM({first}) - 1];
+const npy_intp n_rows = n_cols == 0 ? 0 : PyArray_SIZE({first}) / n_cols;
+{nl.join(pointers)}
+{loaded}for (npy_intp r_rows = 0; r_rows < n_rows; ++r_rows) {{
+{nl.join(per_row)}
+{_NO_CARRIED_DEPENDENCES}\
+for (npy_intp c_rows = 0; c_rows < n_cols; ++c_rows) {{
+{nl.join(elements)}
+{same}{{
+{task}
+}}
+}}
+}}
+}} else """
 
 
 def elemwise_kernel(node: Any) -> ElemwiseKernel | None:

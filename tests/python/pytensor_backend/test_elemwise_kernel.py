@@ -277,3 +277,39 @@ def test_in_place_code_has_no_preprocessor_line_and_pytensors_values(length) -> 
     args = [rng.normal(size=length or 5), rng.normal(size=length or 5)]
     for g, e in zip(fo(*args), fc(*args), strict=True):
         np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_operands_broadcast_along_whole_axes_take_the_rows_loop(layout) -> None:
+    """An outer product's (n, 1) and (1, m), a row, a column and a full
+    matrix: the loop over rows (C-contiguous operands) or PyTensor's loop,
+    bitwise the C back end's values either way."""
+    col, row = pt.matrix("col", shape=(None, 1)), pt.matrix("row", shape=(1, None))
+    full, s = pt.matrix("full"), pt.scalar("s")
+    outs = [pt.exp(-((col - row) ** 2) / s) * full, col * row + s, pt.log1p(pt.exp(row)) - full]
+    fo, fc = both([col, row, full, s], outs)
+    node = next(
+        n
+        for n in fo.maker.fgraph.toposort()
+        if isinstance(n.op, Elemwise) and col in n.inputs and row in n.inputs
+    )
+    kernel = elemwise_kernel(node)
+    code = kernel.c_code(
+        node, "n", [f"i{k}" for k in range(len(node.inputs))], ["o0"], {"fail": "f"}
+    )
+    assert "r_rows" in code  # the rows loop is there
+    rng = np.random.default_rng(11)
+    args = [
+        normal_like(rng, (7, 1), layout),
+        normal_like(rng, (1, 9), layout),
+        normal_like(rng, (7, 9), layout),
+        np.array(2.0),
+    ]
+    for got, expected in zip(fo(*args), fc(*args), strict=True):
+        assert got.tobytes() == np.ascontiguousarray(expected).tobytes() or np.array_equal(
+            got, expected
+        )
+        np.testing.assert_array_equal(got, expected)
+    empty = [args[0][:0], args[1], args[2][:0], args[3]]
+    for got, expected in zip(fo(*empty), fc(*empty), strict=True):
+        assert got.shape == expected.shape
