@@ -28,6 +28,8 @@ from opweave.pytensor._kernels import Kernel
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 
 _VERSION = 4
+# The shortest last axis the loop over rows takes.
+_MIN_COLUMNS = 16
 
 # Element i of an output is computed from elements i of the inputs only, and
 # an output is either new or exactly an input it destroys (PyTensor's destroy
@@ -239,8 +241,11 @@ for (npy_intp i_flat = 0; i_flat < n_flat; ++i_flat) {{
         )
         first = outputs[0]
         nl = "\n"
-        return f"""if ({contiguous}) {{
-const npy_intp n_cols = PyArray_DIMS({first})[PyArray_NDIM({first}) - 1];
+        # Rows shorter than _MIN_COLUMNS: PyTensor's loop (a short inner loop
+        # costs more than it saves; measured on the gallery's mixture, rows of 2).
+        last = f"PyArray_DIMS({first})[PyArray_NDIM({first}) - 1]"
+        return f"""if (({contiguous}) & (int)({last} >= {_MIN_COLUMNS})) {{
+const npy_intp n_cols = {last};
 const npy_intp n_rows = n_cols == 0 ? 0 : PyArray_SIZE({first}) / n_cols;
 {nl.join(pointers)}
 {loaded}for (npy_intp r_rows = 0; r_rows < n_rows; ++r_rows) {{

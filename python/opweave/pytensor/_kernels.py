@@ -187,6 +187,7 @@ def register_all() -> None:
     # They build on Kernel: imported here, after it is defined.
     from opweave.pytensor._advanced_kernels import advanced_inc_kernel, advanced_subtensor_kernel
     from opweave.pytensor._blockwise_kernel import blockwise_kernel
+    from opweave.pytensor._cumop_kernel import cumop_kernel
     from opweave.pytensor._dimshuffle_kernel import dimshuffle_kernel
     from opweave.pytensor._elemwise_kernel import elemwise_kernel
     from opweave.pytensor._inc_subtensor_kernel import inc_subtensor_kernel
@@ -219,6 +220,7 @@ def register_all() -> None:
         ("pytensor.tensor.linalg.summary", "Det", numpy_linalg_kernel),
         ("pytensor.tensor.linalg.summary", "SLogDet", numpy_linalg_kernel),
         ("pytensor.tensor.blockwise", "Blockwise", blockwise_kernel),
+        ("pytensor.tensor.extra_ops", "CumOp", cumop_kernel),
     ]
     import importlib
 
