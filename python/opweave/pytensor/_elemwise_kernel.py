@@ -223,19 +223,7 @@ for (npy_intp i_flat = 0; i_flat < n_flat; ++i_flat) {{
         contiguous = " & ".join(
             f"PyArray_IS_C_CONTIGUOUS({n})" for n in [*(n for n, _ in operands), *news]
         )
-        pointers, per_row, elements = [], [], []
-        for n, b in operands:
-            outer = "0" if all(b[:-1]) else ("1" if b[-1] else "n_cols")
-            pointers.append(f"dtype_{n}* const {n}_flat = (dtype_{n}*)PyArray_DATA({n});")
-            if b[-1]:
-                per_row.append(f"const dtype_{n} {n}_i = {n}_flat[r_rows * {outer}];")
-            else:
-                per_row.append(f"dtype_{n}* const {n}_row = {n}_flat + r_rows * {outer};")
-                elements.append(f"dtype_{n}& {n}_i = {n}_row[c_rows];")
-        for n in news:
-            pointers.append(f"dtype_{n}* const {n}_flat = (dtype_{n}*)PyArray_DATA({n});")
-            per_row.append(f"dtype_{n}* const {n}_row = {n}_flat + r_rows * n_cols;")
-            elements.append(f"dtype_{n}& {n}_i = {n}_row[c_rows];")
+        pointers, per_row, elements = _row_parts(operands, news)
         loaded = "".join(
             f"const dtype_{n} {n}_i = ((const dtype_{n}*)PyArray_DATA({n}))[0];\n" for n in scalars
         )
@@ -259,6 +247,29 @@ for (npy_intp c_rows = 0; c_rows < n_cols; ++c_rows) {{
 }}
 }}
 }} else """
+
+
+def _row_parts(
+    operands: list[tuple[str, tuple[bool, ...]]], news: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """The loop over rows' declarations: each operand's pointer, what each
+    row reads (an operand broadcast along the last axis: its value; else
+    the row's start) and each element's reference; ``news``: the outputs
+    not computed in place."""
+    pointers, per_row, elements = [], [], []
+    for n, b in operands:
+        outer = "0" if all(b[:-1]) else ("1" if b[-1] else "n_cols")
+        pointers.append(f"dtype_{n}* const {n}_flat = (dtype_{n}*)PyArray_DATA({n});")
+        if b[-1]:
+            per_row.append(f"const dtype_{n} {n}_i = {n}_flat[r_rows * {outer}];")
+        else:
+            per_row.append(f"dtype_{n}* const {n}_row = {n}_flat + r_rows * {outer};")
+            elements.append(f"dtype_{n}& {n}_i = {n}_row[c_rows];")
+    for n in news:
+        pointers.append(f"dtype_{n}* const {n}_flat = (dtype_{n}*)PyArray_DATA({n});")
+        per_row.append(f"dtype_{n}* const {n}_row = {n}_flat + r_rows * n_cols;")
+        elements.append(f"dtype_{n}& {n}_i = {n}_row[c_rows];")
+    return pointers, per_row, elements
 
 
 def elemwise_kernel(node: Any) -> ElemwiseKernel | None:

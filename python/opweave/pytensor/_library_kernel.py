@@ -1,3 +1,5 @@
+# mypy: disable-error-code="import-not-found,import-untyped"
+# (SciPy comes with PyTensor, which is optional: opweave[pytensor].)
 """The base of the kernels whose code is in opweave's shared kernel library
 (:mod:`opweave.pytensor._kernel_library`): a node's code is a call through
 the library's table, which the module imports when it loads."""
