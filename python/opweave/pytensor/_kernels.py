@@ -22,11 +22,19 @@ for.
 
 Ops that have C code can be given faster code the same way, with the C back
 end's values, bitwise (each in its own module): ``Elemwise`` (a flat loop
-for contiguous operands), ``DimShuffle``, ``Subtensor`` and ``Split`` (views
-kept from one call to the next), ``x[idx]`` of vectors (a gather), ``Join`` of
-vectors (copies) and ``IncSubtensor`` of vectors (a loop). ``Sum`` of a
-whole float64 array is NumPy's pairwise sum (bitwise equal to ``perform``
-and ``np.sum``, not to PyTensor's in-order C loop).
+for contiguous operands, a loop over rows for operands broadcast along whole
+axes), ``DimShuffle``, ``Subtensor`` and ``Split`` (views kept from one call
+to the next), ``x[idx]`` of vectors (a gather), ``Join`` of vectors
+(copies), ``IncSubtensor`` of vectors (a loop) and ``CumOp`` of vectors (a
+loop). ``Sum`` of a whole float64 array is NumPy's pairwise sum (bitwise
+equal to ``perform`` and ``np.sum``, not to PyTensor's in-order C loop).
+
+Ops without C code in PyTensor get kernels whose node-independent code is
+one shared library (:mod:`._kernel_library`): ``Cholesky``,
+``SolveTriangular``, ``CholeskySolve``, ``MatrixInverse``, ``Det``,
+``SLogDet`` (:mod:`._linalg_kernels`), the advanced indexing PyTensor's C
+declines (:mod:`._advanced_kernels`) and ``Blockwise`` of ops with C code
+(:mod:`._blockwise_kernel`).
 """
 
 from __future__ import annotations
