@@ -20,6 +20,7 @@ hooks read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -50,9 +51,12 @@ __all__ = [
     "with_exports",
 ]
 
-# Constants larger than this many bytes are not part of a memo signature:
-# such a node's code key is computed again for each graph.
+# Constants up to this many bytes are part of a memo signature as they are;
+# larger ones (a model's data) by their SHA-256 digest, up to
+# _DIGEST_CONSTANT_BYTES; past that, a node's code key is computed again for
+# each graph.
 _MEMO_CONSTANT_BYTES = 4096
+_DIGEST_CONSTANT_BYTES = 64 << 20
 MISSING = object()  # what constant_signature returns for data that cannot key a memo
 
 
@@ -128,8 +132,11 @@ def constant_signature(variable: Variable) -> Any:
     :data:`MISSING` (large, opaque or object data)."""
     data = getattr(variable, "data", None)
     if isinstance(data, np.ndarray):
-        if data.nbytes > _MEMO_CONSTANT_BYTES or data.dtype.hasobject:
+        if data.nbytes > _DIGEST_CONSTANT_BYTES or data.dtype.hasobject:
             return MISSING
+        if data.nbytes > _MEMO_CONSTANT_BYTES:
+            digest = hashlib.sha256(np.ascontiguousarray(data).data).digest()
+            return ("array-sha256", data.dtype.str, data.shape, digest)
         return ("array", data.dtype.str, data.shape, data.tobytes())
     if isinstance(data, np.generic):
         return ("scalar", data.dtype.str, data.tobytes())

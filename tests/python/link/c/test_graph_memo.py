@@ -171,3 +171,32 @@ def test_graphs_that_differ_only_in_an_unread_input_or_a_constant_output_differ(
         fgraph = opweave.graph.fg.FunctionGraph([x, a], [out, constant])
         keys.add(_graph_memo.graph_key(fgraph, fgraph.toposort(), set(), None, False).key)
     assert None not in keys and len(keys) == 4
+
+
+def test_a_large_constant_keys_the_memo_by_its_digest() -> None:
+    """A model's data (a constant past 4 KiB) keys the memo by its SHA-256
+    digest: equal data is found again without asking for code, and other
+    data of the same shape is not served the first graph's module."""
+    from opweave.tensor import constant
+
+    data = np.arange(1000.0)  # 8000 bytes
+    x = dvector("x")
+    op = CountingTimesScalar()
+
+    def graph(values: np.ndarray):
+        a = dscalar("a")
+        return [x, a], op(VectorTimesVector()(x, constant(values)), a)
+
+    inputs, out = graph(data)
+    f = opweave.function(inputs, out)
+    calls = CountingTimesScalar.calls
+    inputs, out = graph(data.copy())  # equal data, another array
+    g = opweave.function(inputs, out)
+    assert CountingTimesScalar.calls == calls and g.cache_outcome == "hit"
+    other = data.copy()
+    other[500] = -1.0
+    inputs, out = graph(other)
+    h = opweave.function(inputs, out)
+    np.testing.assert_array_equal(h(np.ones(1000), 1.0), other)
+    np.testing.assert_array_equal(g(np.ones(1000), 2.0), data * 2.0)
+    np.testing.assert_array_equal(f(np.ones(1000), 3.0), data * 3.0)
