@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from opweave.pytensor._library_kernel import LibraryKernel, c_string
-from opweave.pytensor._take_kernel import take_kernel
+from opweave.pytensor._take_kernel import _INTEGERS, take_kernel
 
 __all__ = [
     "AdvancedIncKernel",
@@ -28,7 +28,6 @@ __all__ = [
     "advanced_subtensor_kernel",
 ]
 
-_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
 # PyTensor's integer dtypes (its own C code takes uint64 too).
 _ALL_INTEGERS = (*_INTEGERS, "uint64")
 

@@ -2,7 +2,7 @@
 on the node (LAPACK calls, advanced-indexing loops), compiled once per
 machine through opweave's module cache and imported once per process.
 
-Importing this module compiles ``native/kernels.cpp`` (or finds it in the
+Importing this module compiles ``native/*.cpp`` as one unit (or finds it in the
 cache, verified as every entry is) and exposes its table as ``API_v1``, a
 capsule. A graph module that uses a shared kernel holds ``API_TEXT`` (the
 table's declaration and ``opweave_kernels_import()``) in its support code
@@ -29,9 +29,21 @@ API_TEXT = (_NATIVE / "kernel_api.h").read_text()
 INIT_CODE = "if (opweave_kernels_import() == NULL) {\n    return NULL;\n}\n"
 
 
+# The library's files, one translation unit in this order (kernels.cpp: the
+# includes and what the others share; module.cpp: the table and init).
+_PARTS = (
+    "kernels.cpp",
+    "lapack.cpp",
+    "indexing.cpp",
+    "numpy_linalg.cpp",
+    "blockwise.cpp",
+    "module.cpp",
+)
+
+
 def library_source() -> str:
-    """The library's C++ text: ``kernels.cpp`` with the table declared."""
-    text = (_NATIVE / "kernels.cpp").read_text()
+    """The library's C++ text: its files in order, with the table declared."""
+    text = "\n".join((_NATIVE / part).read_text() for part in _PARTS)
     if _MARK not in text:
         raise RuntimeError("opweave's native/kernels.cpp lost its API mark")
     return text.replace(_MARK, API_TEXT)
