@@ -1,7 +1,7 @@
 """What opweave's kernels for PyTensor ops that have C code
 (opweave/pytensor/_elemwise_kernel.py, _dimshuffle_kernel.py,
 _subtensor_kernel.py, _take_kernel.py, _join_kernel.py, _sum_kernel.py,
-_inc_subtensor_kernel.py) change per call (not a test).
+_inc_subtensor_kernel.py, _careduce_kernel.py) change per call (not a test).
 
 For each model of benchmarks/pymc_gallery.py, one process builds the
 sampler's logp+gradient function five times: on opweave, on opweave with
@@ -39,6 +39,12 @@ KERNEL_OPS = (
     ("pytensor.tensor.math", "Sum"),
     ("pytensor.tensor.subtensor", "IncSubtensor"),
     ("pytensor.tensor.subtensor", "AdvancedIncSubtensor"),
+    ("pytensor.tensor.elemwise", "CAReduce"),
+    ("pytensor.tensor.math", "Prod"),
+    ("pytensor.tensor.math", "Max"),
+    ("pytensor.tensor.math", "Min"),
+    ("pytensor.tensor.math", "All"),
+    ("pytensor.tensor.math", "Any"),
 )
 
 

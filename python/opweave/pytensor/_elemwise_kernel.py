@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from opweave.pytensor._kernels import Kernel
+from opweave.pytensor._kernels import OpCodeKernel
 
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 
@@ -103,29 +103,18 @@ def _expanded(token: str, aliases: dict[str, str]) -> str:
     return token
 
 
-class ElemwiseKernel(Kernel):
+class ElemwiseKernel(OpCodeKernel):
     """PyTensor's ``Elemwise`` C code with a flat loop for contiguous
     operands in front of its strided loop (without it when ``flat`` is
     false). Every other hook is the op's."""
 
     __props__ = ("op", "flat")
+    tag = "opweave-elemwise"
+    version = _VERSION
 
     def __init__(self, op: Any, flat: bool = True) -> None:
         super().__init__(op)
         self.flat = flat
-
-    def __getattr__(self, name: str) -> Any:
-        # Only the C hooks are the op's (headers, support code, libraries,
-        # ...): c_code and the version are the kernel's own.
-        if name.startswith("c_"):
-            return getattr(self.op, name)
-        raise AttributeError(name)
-
-    def c_code_cache_version_apply(self, node: Any) -> tuple[Any, ...]:
-        """The op's version for ``node`` and the kernel's, or () when the
-        op's is unversioned."""
-        version = self.op.c_code_cache_version_apply(node)
-        return (("opweave-elemwise", _VERSION), version) if version else ()
 
     def c_code(self, node: Any, name: str, inputs: Any, outputs: Any, sub: Any) -> str:
         """PyTensor's declarations, checks and allocation, then the flat

@@ -26,8 +26,9 @@ for contiguous operands, a loop over rows for operands broadcast along whole
 axes), ``DimShuffle``, ``Subtensor`` and ``Split`` (views kept from one call
 to the next), ``x[idx]`` of vectors (a gather), ``Join`` of vectors
 (copies), ``IncSubtensor`` of vectors (a loop) and ``CumOp`` of vectors (a
-loop). ``Sum`` of a whole float64 array is NumPy's pairwise sum (bitwise
-equal to ``perform`` and ``np.sum``, not to PyTensor's in-order C loop).
+loop), and reductions over some axes (PyTensor's loop order on pointers).
+``Sum`` of a whole float64 array is NumPy's pairwise sum (bitwise equal to
+``perform`` and ``np.sum``, not to PyTensor's in-order C loop).
 
 Ops without C code in PyTensor get kernels whose node-independent code is
 one shared library (:mod:`._kernel_library`): ``Cholesky``,
@@ -45,7 +46,7 @@ from typing import Any
 
 from opweave.link.c.kernels import register_kernel
 
-__all__ = ["Dot22Kernel", "GemvKernel", "Kernel", "register_all"]
+__all__ = ["Dot22Kernel", "GemvKernel", "Kernel", "OpCodeKernel", "register_all"]
 
 _log = logging.getLogger(__name__)
 
@@ -89,6 +90,26 @@ class Kernel:
     def c_code_cache_version(self) -> tuple[int, ...]:
         """The kernel's code version (its text is also in the key)."""
         return _VERSION
+
+
+class OpCodeKernel(Kernel):
+    """A kernel that rewrites part of its op's own C code: every C hook but
+    ``c_code`` and the version (headers, support code, libraries, ...) is
+    the op's. ``tag`` and ``version`` name the rewrite in the op's version."""
+
+    tag = ""
+    version = 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("c_"):
+            return getattr(self.op, name)
+        raise AttributeError(name)
+
+    def c_code_cache_version_apply(self, node: Any) -> tuple[Any, ...]:
+        """The op's version for ``node`` and the rewrite's, or () when the
+        op's is unversioned."""
+        version = self.op.c_code_cache_version_apply(node)
+        return ((self.tag, self.version), version) if version else ()
 
 
 # perform's arithmetic, through NumPy's C API: np.dot(A, x), then
@@ -190,11 +211,25 @@ def dot22_kernel(node: Any) -> Dot22Kernel | None:
     return Dot22Kernel(node.op)
 
 
+def first_of(*providers: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A provider giving the first kernel of ``providers`` for a node."""
+
+    def provider(node: Any) -> Any:
+        for each in providers:
+            kernel = each(node)
+            if kernel is not None:
+                return kernel
+        return None
+
+    return provider
+
+
 def register_all() -> None:
     """Registers opweave's kernels for the PyTensor ops this PyTensor has."""
     # They build on Kernel: imported here, after it is defined.
     from opweave.pytensor._advanced_kernels import advanced_inc_kernel, advanced_subtensor_kernel
     from opweave.pytensor._blockwise_kernel import blockwise_kernel
+    from opweave.pytensor._careduce_kernel import careduce_kernel
     from opweave.pytensor._cumop_kernel import cumop_kernel
     from opweave.pytensor._dimshuffle_kernel import dimshuffle_kernel
     from opweave.pytensor._elemwise_kernel import elemwise_kernel
@@ -218,7 +253,13 @@ def register_all() -> None:
         ("pytensor.tensor.subtensor", "AdvancedIncSubtensor", advanced_inc_kernel),
         ("pytensor.tensor.basic", "Join", join_kernel),
         ("pytensor.tensor.subtensor", "Subtensor", subtensor_kernel),
-        ("pytensor.tensor.math", "Sum", sum_kernel),
+        ("pytensor.tensor.math", "Sum", first_of(sum_kernel, careduce_kernel)),
+        ("pytensor.tensor.elemwise", "CAReduce", careduce_kernel),
+        ("pytensor.tensor.math", "Prod", careduce_kernel),
+        ("pytensor.tensor.math", "Max", careduce_kernel),
+        ("pytensor.tensor.math", "Min", careduce_kernel),
+        ("pytensor.tensor.math", "All", careduce_kernel),
+        ("pytensor.tensor.math", "Any", careduce_kernel),
         ("pytensor.tensor.subtensor", "IncSubtensor", inc_subtensor_kernel),
         ("pytensor.tensor.basic", "Split", split_kernel),
         ("pytensor.tensor.linalg.decomposition.cholesky", "Cholesky", cholesky_kernel),

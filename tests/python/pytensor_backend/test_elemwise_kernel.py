@@ -201,7 +201,7 @@ def test_pytensors_own_back_ends_do_not_use_the_kernel() -> None:
 def test_clang_builds_the_kernels_without_a_warning(tmp_path) -> None:
     """Every kernel (a flat loop that calls exp, which clang cannot
     vectorise; the views, the sum's vector extension, the increments, the
-    split, the gather) built by clang++ as opweave builds it, without a
+    split, the gather, a partial reduction) built by clang++ as opweave builds it, without a
     warning. (With -Wall, clang also reports GCC's ivdep pragma as unknown,
     and opweave's own glue has unused typedefs.)"""
     import opweave
@@ -210,6 +210,7 @@ def test_clang_builds_the_kernels_without_a_warning(tmp_path) -> None:
     a, b = pt.split(x * 2.0, [1, 3])
     y = pt.log1p(pt.exp(x / s)) + x / s
     outs = [pt.inc_subtensor(y[1:], b).sum() + a[0], pt.set_subtensor(y[0], s), x[[0, 2]]]
+    outs.append(pt.max(pt.outer(x, y), axis=0))  # a partial reduction
     with opweave.config.change_flags(cxx="clang++", compiledir=str(tmp_path)):
         f = pytensor.function([x, s], outs, mode=get_mode("OPWEAVE"))
         g = pytensor.function([x, s], outs, mode=get_mode("CVM"))
@@ -218,7 +219,8 @@ def test_clang_builds_the_kernels_without_a_warning(tmp_path) -> None:
             np.testing.assert_allclose(got, expected, rtol=1e-15)
     entries = [m.parent for m in tmp_path.rglob("meta.json")]
     sources = {e: "".join(c.read_text() for c in e.glob("*.cpp")) for e in entries}
-    for marker in ("n_flat", "opweave_same_view", "opweave_pairwise_sum", "xview_offset"):
+    markers = ("n_flat", "opweave_same_view", "opweave_pairwise_sum", "xview_offset", "opw_local")
+    for marker in markers:
         assert any(marker in text for text in sources.values()), marker
     for entry in entries:
         command = json.loads((entry / "meta.json").read_text())["command"].split("\n", 1)[1]
