@@ -123,3 +123,72 @@ def test_the_check_sees_every_kind_of_import(tmp_path: Path) -> None:
 @pytest.mark.parametrize("module", ["opweave.link.c.basic", "opweave.link.runner"])
 def test_the_layers_cover_the_modules(module: str) -> None:
     assert module in modules()
+
+
+# The C types' PyTensor API: a C type knows its EnumType and ParamsType, and
+# a ParamsType is made of C types (imported inside functions). No module
+# that links a graph or builds a module is among them.
+TYPE_CIRCLE = frozenset(
+    {
+        "opweave.link.c._params_value",
+        "opweave.link.c.enum_type",
+        "opweave.link.c.interface",
+        "opweave.link.c.params_type",
+        "opweave.link.c.type",
+    }
+)
+
+
+def import_graph(prefix: str) -> dict[str, set[str]]:
+    """Which modules under ``prefix`` each module under it imports (anywhere)."""
+    known = modules()
+    return {
+        m: {t for t in imported(m, p, known) if t.startswith(prefix)}
+        for m, p in known.items()
+        if m.startswith(prefix) and p.suffix == ".py"
+    }
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The import circles of ``graph``: groups of more than one module that
+    each reach the others."""
+    circles, reached = [], set()
+    for start in sorted(graph):
+        if start in reached:
+            continue
+        group = {start} | {m for m in _reach(graph, start) if start in _reach(graph, m)}
+        reached |= group
+        if len(group) > 1:
+            circles.append(frozenset(group))
+    return circles
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_no_import_circle_among_the_linkers_and_the_compile_service() -> None:
+    circles = import_circles(import_graph("opweave.link"))
+    assert [c for c in circles if c != TYPE_CIRCLE] == []
+
+
+def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
+    # basic -> opwise -> basic (inside a function), as the linkers were.
+    known = {"opweave.link.c.basic": Path(), "opweave.link.c.opwise": Path()}
+    basic, opwise = tmp_path / "basic.py", tmp_path / "opwise.py"
+    basic.write_text("from opweave.link.c.opwise import OpWiseCLinker\n")
+    opwise.write_text("def f():\n    from opweave.link.c.basic import CLinker\n")
+    graph = {
+        "opweave.link.c.basic": imported("opweave.link.c.basic", basic, known),
+        "opweave.link.c.opwise": imported("opweave.link.c.opwise", opwise, known),
+        "opweave.link.c.service": set(),
+    }
+    assert import_circles(graph) == [frozenset(known)]
+    graph["opweave.link.c.opwise"] = {"opweave.link.c.service"}
+    assert import_circles(graph) == []

@@ -29,7 +29,7 @@ from opweave.link._debug_errors import (
     describe_node,
 )
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
-from opweave.link.c.opwise import OpWiseCLinker
+from opweave.link.c.service import node_thunk
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import add_note
 
@@ -71,7 +71,7 @@ class NodeCheck:
         if mode.check_py_code and has_perform(op):
             self.thunks[_PERFORM] = perform_thunk(node)
         if mode.check_c_code:
-            thunk = OpWiseCLinker().c_thunk(node)
+            thunk = node_thunk(node)
             if thunk is not None:
                 self.thunks[_C] = thunk
         if not self.thunks:

@@ -108,11 +108,12 @@ def function(
     label = f"function {name!r}" if name else "function"
     single = args.single and not args.shared
     in_python = copied.copy_in_python or copied.copy_inputs_in_python
-    thunk, _, _ = linker.make_thunk(
-        binding=InputBinding(fgraph.inputs, label, allow_input_downcast),
-        unpack_single=single and not in_python,
+    # The linker's Function itself: no Thunk, no storage cells (make_thunk's).
+    fn = linker.make_function(
+        InputBinding(fgraph.inputs, label, allow_input_downcast), single and not in_python
     )
-    fn = _copying_function(thunk.function, single, copied, fgraph) if in_python else thunk.function
+    if in_python:
+        fn = _copying_function(fn, single, copied, fgraph)
     if args.shared:
         fn.trust_input = trust_input
         explicit = InputBinding(args.inputs, label, allow_input_downcast)

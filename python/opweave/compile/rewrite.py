@@ -41,7 +41,7 @@ from opweave.graph.destroy import alias_root, destroy_orderings, destroyed_outpu
 from opweave.graph.destroy import view_root as destroyed_root
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
-from opweave.link.c.opwise import OpWiseCLinker
+from opweave.link.c.service import node_thunk
 
 __all__ = [
     "Prepared",
@@ -71,7 +71,7 @@ def _folding_thunk(node: Apply, linker: str) -> NodeThunk | None:
     op = node.op
     in_python = getattr(op, "python_constant_folding", None)  # another library's op may lack it
     if linker != "py" and not (has_perform(op) and in_python is not None and in_python(node)):
-        thunk = OpWiseCLinker().c_thunk(node)
+        thunk = node_thunk(node)
         if thunk is not None:
             return thunk
     return perform_thunk(node) if has_perform(op) else None

@@ -23,7 +23,19 @@ __all__ = [
     "has_perform",
     "perform_params",
     "perform_thunk",
+    "python_thunk",
 ]
+
+
+def python_thunk(node: Apply, index: int) -> NodeThunk:
+    """The ``perform`` thunk of ``node``; MethodNotDefined, naming the node
+    (``index``), if its op has no perform."""
+    if not has_perform(node.op):
+        raise MethodNotDefined(
+            f"node {index} ({node.op}) has no Python implementation: "
+            f"{type(node.op).__name__} defines no perform; use mode='C'"
+        )
+    return perform_thunk(node)
 
 
 class PerformLinker(Linker):
@@ -46,13 +58,8 @@ class PerformLinker(Linker):
         return _core.Function(impl=runner.run, unpack_single=single)
 
     def node_thunk(self, node: Apply, index: int) -> NodeThunk:
-        """The thunk of ``node``; MethodNotDefined if its op has no perform."""
-        if not has_perform(node.op):
-            raise MethodNotDefined(
-                f"node {index} ({node.op}) has no Python implementation: "
-                f"{type(node.op).__name__} defines no perform; use mode='C'"
-            )
-        return perform_thunk(node)
+        """The thunk of ``node`` (:func:`python_thunk`)."""
+        return python_thunk(node, index)
 
     def thunks(self) -> list[NodeThunk]:
         """One thunk per node of the bound graph, in :meth:`order`."""

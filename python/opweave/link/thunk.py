@@ -27,7 +27,7 @@ from opweave.graph.destroy import (
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding
 
-__all__ = ["Container", "Linker", "Thunk", "set_output_copy", "thunk_of"]
+__all__ = ["Container", "Linker", "Thunk", "bind_graph", "set_output_copy", "thunk_of"]
 
 # How a linker copies a graph output that a later node destroys: DeepCopyOp,
 # which opweave.compile.ops (above the linkers) sets when it is imported.
@@ -56,6 +56,19 @@ def _outputs_copied(fgraph: FunctionGraph) -> FunctionGraph:
     make = _output_copy[0]
     outputs = [make(v) if k in read else v for k, v in enumerate(fgraph.outputs)]
     return FunctionGraph(list(fgraph.inputs), outputs)
+
+
+def bind_graph(
+    fgraph: FunctionGraph, no_recycling: Any = None
+) -> tuple[FunctionGraph, list[Variable]]:
+    """``fgraph`` as a linker runs it, and what it never keeps between calls:
+    the graph with copies of its outputs that a later node destroys, and
+    ``no_recycling`` (variables, or True for all) completed with the
+    outputs and every variable they view
+    (:func:`~opweave.graph.destroy.no_recycling_of`). Linkers and the compile
+    service bind every graph so."""
+    bound = _outputs_copied(fgraph)
+    return bound, no_recycling_of(bound, no_recycling)
 
 
 class Container:
@@ -230,8 +243,7 @@ class Linker:
         if self.fgraph is not None and self._accepted is not fgraph:
             return self.for_graph(fgraph).accept(fgraph, no_recycling, profile)
         self._accepted = fgraph
-        self.fgraph = _outputs_copied(fgraph)
-        self.no_recycling = no_recycling_of(self.fgraph, no_recycling)
+        self.fgraph, self.no_recycling = bind_graph(fgraph, no_recycling)
         self._order = None
         return self
 

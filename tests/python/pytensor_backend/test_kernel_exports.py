@@ -21,8 +21,8 @@ from pytensor.graph.op import Op  # noqa: E402
 
 import opweave  # noqa: E402
 import opweave.pytensor  # noqa: E402
-from opweave.link.c import opwise  # noqa: E402
 from opweave.link.c._export_lookup import load_exports  # noqa: E402
+from opweave.link.c._regions import node_codes  # noqa: E402
 from opweave.link.c.kernels import code_op  # noqa: E402
 
 
@@ -59,7 +59,7 @@ def test_every_c_node_of_a_per_node_graph_is_exported(tmp_path) -> None:
     with opweave.config.change_flags(compiledir=str(tmp_path)):  # regions compiled here
         f = pytensor.function(inputs, outputs, mode=get_mode("OPWEAVE"))
     nodes = f.maker.fgraph.toposort()
-    codes = opwise._node_codes(nodes, {id(v) for v in f.maker.fgraph.inputs})
+    codes = node_codes(nodes, {id(v) for v in f.maker.fgraph.inputs})
     assert None in codes  # Reversed runs in Python: the graph is linked by regions
     kernels = {type(code_op(n)).__name__ for n, c in zip(nodes, codes, strict=True) if c}
     assert {"ElemwiseKernel", "DimShuffleKernel", "SumKernel", "SplitKernel",

@@ -12,8 +12,8 @@ from opweave import _core
 from opweave.graph.basic import Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link._debug_errors import BadThunkOutput
-from opweave.link.basic import PerformLinker
-from opweave.link.c.opwise import OpWiseCLinker
+from opweave.link.basic import python_thunk
+from opweave.link.c._regions import any_thunk
 from opweave.link.callable import InputBinding
 from opweave.link.thunk import Linker
 
@@ -64,8 +64,8 @@ class DualLinker(Linker):
 
     def _run(self, fgraph: FunctionGraph) -> Callable[..., list[Any]]:
         nodes = self.order()
-        c_thunks = [OpWiseCLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
-        py_thunks = [PerformLinker().node_thunk(node, i) for i, node in enumerate(nodes)]
+        c_thunks = [any_thunk(node, i) for i, node in enumerate(nodes)]
+        py_thunks = [python_thunk(node, i) for i, node in enumerate(nodes)]
         checker = self.checker
 
         def run(*values: Any) -> list[Any]:

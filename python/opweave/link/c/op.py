@@ -32,9 +32,9 @@ class COp(Op, CLinkerOp):
         protocol. MethodNotDefined if the node has no usable C code."""
         from opweave.graph.op import _storage_thunk
         from opweave.graph.utils import MethodNotDefined
-        from opweave.link.c.opwise import OpWiseCLinker
+        from opweave.link.c.service import node_thunk
 
-        run = OpWiseCLinker().c_thunk(node)
+        run = node_thunk(node)
         if run is None:
             raise MethodNotDefined(f"{type(self).__name__} has no C code for {node}")
         return _storage_thunk(node, run, storage_map, compute_map)

@@ -1,51 +1,31 @@
 """The per-node linker (``Mode(linker="c|py")``): C where nodes have C code,
 Python ``perform`` for the others, run by one loop in C.
 
-Each node with C code has a *code key* (:mod:`._node_keys`): the key of its
-code alone. Every module this linker compiles also exports the graph of each
-of its nodes under that key, and the module cache indexes those keys. So a
-graph whose node codes were all compiled before, in any earlier graphs,
-compiles nothing: each node runs the graph a module exports for its code.
+A graph whose node codes were all compiled before runs the modules that
+export them and compiles nothing; a graph whose nodes all have C code is one
+module (as in C mode); otherwise it is compiled by regions
+(:mod:`._regions`, the rule in :mod:`._layout`). Every module comes from the
+compile service (:mod:`.service`).
 
-Otherwise the graph is cut into *regions*: each maximal run of consecutive
-nodes (in the order the graph runs) that have C code is compiled as one
-module (with the exports of its nodes), like a graph of its own, so it runs
-in one C call with its intermediate results kept in C between calls (but
-those in ``no_recycling``); each node without C code runs ``perform``. A
-graph whose nodes all have C code is one region: the function is then that
-region's compiled function, as in C mode. A region whose C code turns out
-to be missing (an op's ``c_code`` may raise NotImplementedError for some
-nodes), or whose nodes do not compile together, is split in two until each
-part compiles; a single node without C code runs ``perform``, and a single
-node whose C code does not compile raises the CompileError.
-
-Steps (compiled graphs and ``perform`` thunks) run in C, in a
-:class:`opweave._core.StepRunner` (:mod:`._step_table`), which honours
-``allow_gc`` as PyTensor's ``cvm`` does.
-
-For a single node (:meth:`OpWiseCLinker.c_thunk`, which DebugMode uses), the
-node is compiled as a graph of its own whose inputs are fresh variables of
-the node's variable inputs; constants stay constants. So that module depends
-only on the op, the types and any scalar constants, and every graph that
-applies the same op to the same types shares it through the module cache.
+For a single node (:meth:`OpWiseCLinker.c_thunk`), the node is compiled as a
+graph of its own whose inputs are fresh variables of the node's variable
+inputs; constants stay constants. So that module depends only on the op, the
+types and any scalar constants, and every graph that applies the same op to
+the same types shares it through the module cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
 from typing import Any
 
-from opweave.errors import CompileError
-from opweave.graph.basic import Apply, Variable, is_constant
+from opweave.graph.basic import Apply
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
-from opweave.link.c._export_lookup import load_exports
-from opweave.link.c._node_keys import NodeCode, single_node_graph
-from opweave.link.c._node_memo import computed_together, node_code
-from opweave.link.c._step_table import TableStep, table_function
-from opweave.link.c._steps import can_run_in_c, compiled_part, part, python_step
-from opweave.link.c.spec import MissingCCode
-from opweave.link.callable import InputBinding, compiled_function
+from opweave.link.c._layout import linked_function
+from opweave.link.c._regions import any_thunk, region_steps
+from opweave.link.c._steps import can_run_in_c
+from opweave.link.c.service import GraphBuild, node_thunk
+from opweave.link.callable import InputBinding
 from opweave.link.thunk import Linker
 
 __all__ = [
@@ -72,236 +52,17 @@ class OpWiseCLinker(Linker):
         self.allow_gc = True if allow_gc is None else allow_gc
 
     def make_function(self, binding: InputBinding, single: bool) -> Any:
-        """The graph node by node, in C where nodes have C code: from code
-        compiled before when every node's is, else compiled by regions (a
-        graph whose nodes all have C code is one compiled module, as in C
-        mode)."""
-        from opweave.link.c.basic import CLinker
-
-        fgraph, nodes = self.bound_graph(), self.order()
-        codes = _node_codes(nodes, {id(v) for v in fgraph.inputs})
-        parts: list[Any] = []
-        steps = _reused_steps(nodes, codes, parts)
-        if steps is None and all(code is not None for code in codes):
-            whole = CLinker(schedule=lambda _: nodes, export_nodes=True)
-            try:
-                fn = whole.accept(fgraph, self.no_recycling).make_function(binding, single)
-            except (MissingCCode, CompileError):
-                pass  # the regions find what runs in C, or raise a node's error
-            else:
-                fn.node_outcomes = [fn.cache_outcome] * len(nodes)
-                return fn
-        if steps is None:
-            steps = region_steps(fgraph, binding.label, nodes, self.no_recycling, parts)
-        fn = table_function(fgraph, binding, single, steps, self.allow_gc, self.no_recycling)
-        fn.compiled_parts = parts
-        return fn
+        """The graph node by node, in C where nodes have C code (see
+        :mod:`._layout`)."""
+        build = GraphBuild(self.bound_graph(), self.order(), None, self.no_recycling)
+        return linked_function(build, binding, single, True, allow_gc=self.allow_gc)
 
     def c_thunk(self, node: Apply) -> NodeThunk | None:
         """A thunk running ``node``'s own compiled module, or None if the
-        node has no C code (or has float16 data and an op without
-        ``_f16_ok``)."""
-        if not can_run_in_c(node):
-            return None
-        from opweave.link.c.basic import CLinker
-
-        fgraph, positions = single_node_graph(node, ())
-        try:
-            compiled = CLinker().accept(fgraph).compile()
-        except MissingCCode:  # an op or type of the node has no C code
-            return None
-        binding = InputBinding(fgraph.inputs, f"the C code of {node.op}")
-        function = compiled_function(compiled, binding, single=False)
-
-        def run(values: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[Any]:
-            inputs = [values[p] for p in positions]
-            if outputs is None:
-                return function(*inputs)  # inexact values go through the fallback
-            return function.call_with_outputs(inputs, outputs)
-
-        run.function = function  # type: ignore[attr-defined]  # keeps it alive
-        run.outcome = compiled.outcome  # type: ignore[attr-defined]
-        return run
+        node has no usable C code (:func:`opweave.link.c.service.node_thunk`)."""
+        return node_thunk(node)
 
     def node_thunk(self, node: Apply, index: int) -> NodeThunk:
         """C if the node has it, else ``perform``; an error naming the node
         if it has neither."""
-        thunk = self.c_thunk(node)
-        if thunk is not None:
-            return thunk
-        if has_perform(node.op):
-            return perform_thunk(node)
-        raise MissingCCode(
-            f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
-            f"Python ({type(node.op).__name__} defines no perform)"
-        )
-
-
-def region_steps(
-    fgraph: FunctionGraph,
-    label: str,
-    order: Sequence[Apply] | None = None,
-    no_recycling: Sequence[Variable] = (),
-    parts: list[Any] | None = None,
-) -> list[TableStep]:
-    """The steps of ``fgraph`` in ``c|py`` mode, its nodes in ``order``
-    (default: ``fgraph.toposort()``), which each region keeps; ``label``
-    names the function in messages. A region empties at every call its
-    intermediate results that are in ``no_recycling`` (its outputs are
-    fresh at every call). Each compiled region is added to ``parts`` (its
-    cache outcome and compile seconds, for the compile profile)."""
-    nodes = fgraph.toposort() if order is None else list(order)
-    numbers = {id(node): index for index, node in enumerate(nodes)}
-    steps: list[TableStep] = []
-    run: list[Apply] = []
-    found = [] if parts is None else parts
-    for node in [*nodes, None]:
-        if node is not None and can_run_in_c(node):
-            run.append(node)
-            continue
-        if run:
-            region = _compiled_region(fgraph, nodes, run, numbers, no_recycling, found)
-            steps.extend(region)
-            run = []
-        if node is not None:
-            steps.append(python_step(node, numbers[id(node)]))
-    return steps
-
-
-def _node_codes(nodes: Sequence[Apply], given: Collection[int]) -> list[NodeCode | None]:
-    """Per node, the code key of its C code, or None when it runs perform;
-    ``given``: the ids of the graph's inputs (constants among them are
-    passed)."""
-    from opweave.link.c.basic import compute_node_code
-
-    codes: list[NodeCode | None] = []
-    with computed_together():
-        for node in nodes:
-            code = None
-            if can_run_in_c(node):
-                try:
-                    code = node_code(node, compute_node_code, given)
-                except MissingCCode:
-                    pass  # perform, or the error naming the node
-            codes.append(code)
-    return codes
-
-
-def _reused_steps(
-    nodes: Sequence[Apply], codes: Sequence[NodeCode | None], parts: list[Any]
-) -> list[TableStep] | None:
-    """A step per node, each compiled node running the graph a module
-    exports for its code (each module used is added to ``parts``, as a
-    hit, for the compile profile); None when a node's code is in no module
-    yet."""
-    exported = load_exports([code.key for code in codes if code is not None])
-    if any(found is None for found in exported.values()):
-        return None
-    modules = {id(found[0]): found[0] for found in exported.values() if found is not None}
-    parts.extend(part("hit", {}, (), "", None, m.__file__) for m in modules.values())
-    steps = []
-    for index, (node, code) in enumerate(zip(nodes, codes, strict=True)):
-        if code is None:
-            steps.append(python_step(node, index))
-            continue
-        module, abi = exported[code.key]  # type: ignore[misc]  # none is None here
-        what = f"node {index} ({node.op})"
-        steps.append(
-            TableStep(
-                abi,
-                module,
-                code.orphans,
-                [node.inputs[p] for p in code.positions],
-                list(node.outputs),
-                what,
-                ["hit"],
-                index,
-                {code.node_block: what},
-                {code.node_block: index},
-            )
-        )
-    return steps
-
-
-def _region_ends(
-    fgraph: FunctionGraph,
-    order: list[Apply],
-    nodes: list[Apply],
-    numbers: dict[int, int],
-    inside: set[int],
-) -> tuple[list[Variable], list[Variable]]:
-    """The inputs of the region of ``nodes`` (what they read from outside
-    it: no constant but those the graph takes as inputs) and its outputs
-    (what a later node or the graph's outputs read); ``inside``: the ids of
-    the variables its nodes make."""
-    later = {id(v) for v in fgraph.outputs}
-    for node in order[numbers[id(nodes[-1])] + 1 :]:
-        later.update(id(v) for v in node.inputs)
-    given = {id(v) for v in fgraph.inputs}  # constants among them are passed
-    inputs = list(
-        {
-            id(v): v
-            for node in nodes
-            for v in node.inputs
-            if id(v) not in inside and (not is_constant(v) or id(v) in given)
-        }.values()
-    )
-    outputs = [v for node in nodes for v in node.outputs if id(v) in later]
-    return inputs, outputs
-
-
-def _compiled_region(
-    fgraph: FunctionGraph,
-    order: list[Apply],
-    nodes: list[Apply],
-    numbers: dict[int, int],
-    no_recycling: Sequence[Variable],
-    parts: list[Any],
-) -> list[TableStep]:
-    """``nodes`` (consecutive in ``order``, the order the graph's nodes run)
-    as one compiled step, in that order, or split in two when they do not
-    compile together."""
-    from opweave.link.c.basic import CLinker
-
-    inside = {id(v) for node in nodes for v in node.outputs}
-    inputs, outputs = _region_ends(fgraph, order, nodes, numbers, inside)
-    region = FunctionGraph(inputs, outputs)
-
-    def split() -> list[TableStep]:
-        half = len(nodes) // 2
-        return [
-            step
-            for part in (nodes[:half], nodes[half:])
-            for step in _compiled_region(fgraph, order, part, numbers, no_recycling, parts)
-        ]
-
-    kept = [v for v in no_recycling if id(v) in inside]
-    try:
-        linker = CLinker(schedule=lambda _: nodes, numbers=numbers, export_nodes=True)
-        compiled = linker.accept(region, no_recycling=kept).compile()
-    except MissingCCode:
-        if len(nodes) == 1:
-            return [python_step(nodes[0], numbers[id(nodes[0])])]
-        return split()
-    except CompileError:
-        # Nodes that compile on their own may not compile together (two enums
-        # defining one name differently); a single node's error is its own.
-        if len(nodes) == 1:
-            raise
-        return split()
-    parts.append(compiled_part(compiled))
-    first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
-    return [
-        TableStep(
-            compiled.module.abi,
-            compiled.module,
-            compiled.orphans,
-            inputs,
-            outputs,
-            f"nodes {first}-{last} (C)" if first != last else f"node {first} ({nodes[0].op})",
-            [compiled.outcome] * len(nodes),
-            first if first == last else None,
-            compiled.block_names,
-            compiled.node_blocks,
-        )
-    ]
+        return any_thunk(node, index)
