@@ -108,10 +108,8 @@ def function(
     label = f"function {name!r}" if name else "function"
     single = args.single and not args.shared
     in_python = copied.copy_in_python or copied.copy_inputs_in_python
-    # The linker's Function itself: no Thunk, no storage cells (make_thunk's).
-    fn = linker.make_function(
-        InputBinding(fgraph.inputs, label, allow_input_downcast), single and not in_python
-    )
+    binding = InputBinding(fgraph.inputs, label, allow_input_downcast)
+    fn = linker.make_function(binding, single and not in_python)  # no Thunk, no cells
     if in_python:
         fn = _copying_function(fn, single, copied, fgraph)
     if args.shared:
