@@ -218,6 +218,7 @@ void init_records(py::module_& m) {
         .def_readonly("entries", &CacheStats::entries)
         .def_readonly("total_bytes", &CacheStats::total_bytes)
         .def_readonly("builds_in_flight", &CacheStats::builds_in_flight)
+        .def_readonly("failed_sources", &CacheStats::failed_sources)
         .def_readonly("oldest_use", &CacheStats::oldest_use)
         .def_readonly("newest_use", &CacheStats::newest_use)
         .def_readonly("counters", &CacheStats::counters);

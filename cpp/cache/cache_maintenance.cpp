@@ -34,6 +34,9 @@ constexpr double k_staging_grace_seconds = 3600.0;
 // user can look at what was wrong.
 constexpr double k_quarantine_keep_seconds = 7 * 86400.0;
 constexpr std::size_t k_quarantine_keep_count = 16;
+// Sources of failed compiles (kept to read the compiler's errors against).
+constexpr double k_failed_keep_seconds = 7 * 86400.0;
+constexpr std::size_t k_failed_keep_count = 20;
 
 // A directory below the root that can be walked: ours, not a symlink, not
 // writable by others. Nothing otherwise.
@@ -85,19 +88,20 @@ void remove_all(const util::Dir& dir, std::size_t& removed) {
     }
 }
 
-// Removes quarantined entries older than the keep time, and the oldest ones
-// beyond the keep count.
-void trim_quarantine(const util::Dir& quarantine, std::size_t& removed) {
+// Removes what `dir` holds (quarantined entries, failed sources) older than
+// `keep_seconds`, and the oldest beyond the `keep_count` newest.
+void trim_kept(const util::Dir& dir, std::size_t keep_count, double keep_seconds,
+               std::size_t& removed) {
     std::vector<std::pair<double, std::string>> items;
-    for (const std::string& name : quarantine.list()) {
-        const auto st = quarantine.stat(name);
+    for (const std::string& name : dir.list()) {
+        const auto st = dir.stat(name);
         items.emplace_back(st ? util::mtime_seconds(*st) : 0.0, name);
     }
     std::sort(items.rbegin(), items.rend());  // newest first
     const double now = util::now_seconds();
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i >= k_quarantine_keep_count || now - items[i].first > k_quarantine_keep_seconds) {
-            removed += quarantine.remove(items[i].second) ? 1 : 0;
+        if (i >= keep_count || now - items[i].first > keep_seconds) {
+            removed += dir.remove(items[i].second) ? 1 : 0;
         }
     }
 }
@@ -188,6 +192,9 @@ CacheStats ModuleCache::stats() const {
             stats.builds_in_flight += is_lock ? 0 : 1;
         }
     }
+    if (const auto failed = open_trusted(places.version, cache::k_failed_dir)) {
+        stats.failed_sources = failed->list().size();
+    }
     stats.counters = cache::read_counters(places.version);
     return stats;
 }
@@ -265,9 +272,11 @@ std::size_t ModuleCache::clear() {
     // (whose index is then only missing: a miss of find_export).
     cache::drop_node_index(places.version);
     cache::drop_records(places.version);
-    if (const auto quarantine = open_trusted(places.version, cache::k_quarantine_dir)) {
-        std::size_t ignored = 0;
-        remove_all(*quarantine, ignored);
+    for (const char* kept : {cache::k_quarantine_dir, cache::k_failed_dir}) {
+        if (const auto dir = open_trusted(places.version, kept)) {
+            std::size_t ignored = 0;
+            remove_all(*dir, ignored);
+        }
     }
     const util::Dir locks = cache::require_layout_dir(places.version, cache::k_locks_dir, nullptr);
     m_impl->counters.reset(places.version, locks);
@@ -300,6 +309,10 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
             total -= entry.size_bytes;
         }
     }
+    if (const auto failed = open_trusted(places.version, cache::k_failed_dir)) {
+        std::size_t ignored = 0;
+        remove_all(*failed, ignored);  // debugging aids, not entries: not counted
+    }
     CacheCounters counts;
     counts.evictions = result.removed;
     m_impl->counters.add(counts);
@@ -321,8 +334,10 @@ std::size_t sweep(const Places& places, std::vector<CacheEvent>* events) {
     const util::Dir tmp = require_layout_dir(places.version, k_tmp_dir, events);
     removed += StagingDir::sweep(tmp.fd(), k_staging_grace_seconds);
     remove_all(require_layout_dir(places.version, k_trash_dir, events), removed);
-    trim_quarantine(require_layout_dir(places.version, k_quarantine_dir, events), removed);
-    require_layout_dir(places.version, k_failed_dir, events);
+    trim_kept(require_layout_dir(places.version, k_quarantine_dir, events),
+              k_quarantine_keep_count, k_quarantine_keep_seconds, removed);
+    trim_kept(require_layout_dir(places.version, k_failed_dir, events), k_failed_keep_count,
+              k_failed_keep_seconds, removed);
     removed += sweep_records(places.version);
     const util::Dir locks = require_layout_dir(places.version, k_locks_dir, events);
     for (const std::string& name : locks.list()) {

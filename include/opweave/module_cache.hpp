@@ -212,6 +212,7 @@ struct CacheStats {
     std::size_t entries = 0;
     std::uint64_t total_bytes = 0;
     std::size_t builds_in_flight = 0;  // staging directories present
+    std::size_t failed_sources = 0;    // sources of failed compiles kept (failed/)
     double oldest_use = 0.0;           // earliest last_used; 0 when empty
     double newest_use = 0.0;           // latest last_used; 0 when empty
     CacheCounters counters;

@@ -65,6 +65,7 @@ def _info(cache: Any, as_json: bool) -> int:
         "total_bytes": stats.total_bytes,
         "max_total_bytes": limit,
         "builds_in_flight": stats.builds_in_flight,
+        "failed_sources": stats.failed_sources,
         **{
             name: getattr(counters, name)
             for name in ("hits", "misses", "builds", "quarantines", "evictions")
@@ -83,6 +84,7 @@ def _info(cache: Any, as_json: bool) -> int:
         + (f" (limit {_format_bytes(limit)})" if limit else " (no limit)")
     )
     print(f"builds in flight: {stats.builds_in_flight}")
+    print(f"failed sources:   {stats.failed_sources} (the newest 20 of the last 7 days are kept)")
     print(
         f"hits:             {counters.hits}  misses: {counters.misses}  builds: {counters.builds}"
     )

@@ -510,6 +510,9 @@ class CacheStats:
     def builds_in_flight(self) -> int:
         ...
     @property
+    def failed_sources(self) -> int:
+        ...
+    @property
     def counters(self) -> CacheCounters:
         ...
     @property

@@ -4,7 +4,7 @@ exports for it, and the memo that finds a node's code again in a process.
 A node's *code key* is the cache key of the module that would hold that node
 alone: the node on fresh input variables, its constants kept (the graph of
 :func:`single_node_graph`), with that graph's compile job and key material.
-A module compiled with exports (``CLinker(export_nodes=True)``) holds,
+A module compiled with exports (``GraphBuild(..., export_nodes=True)``, :mod:`.service`) holds,
 besides its own graph, the graph of each of its nodes whose compile job is
 the module's, under that key (``ModuleSpec::exports``); its cache entry
 lists the keys, and the cache indexes them (``ModuleCache.find_export``).

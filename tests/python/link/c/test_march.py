@@ -132,3 +132,25 @@ def test_the_fingerprint_command_shows_the_flags(tmp_path: Path) -> None:
     )
     assert done.stdout.startswith("ow1-") and len(done.stdout.split()) == 1
     assert "cmodule__march=native: -march=" in done.stderr
+
+
+def test_an_explicit_level_is_the_same_flags_on_every_machine(tmp_path: Path) -> None:
+    # docs/scale-out.md: a level (not native) gives one flag and no CPU record.
+    env = {
+        "OPWEAVE_FLAGS": f"compiledir={tmp_path},cmodule__march=x86-64-v3",
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "opweave", "cache", "fingerprint"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert "-march=x86-64-v3" in done.stderr and "-mavx512" not in done.stderr
+    with config.change_flags(compiledir=str(tmp_path), cmodule__march="x86-64-v3"):
+        x, a = dvector("x"), dscalar("a")
+        f = opweave.function([x, a], VectorTimesScalar()(x, a))
+        np.testing.assert_array_equal(f(np.array([1.0, 2.0]), 3.0), [3.0, 6.0])
+        assert cmodule.get_module_cache().record_names("march") == []
+    assert "-march=x86-64-v3" in (Path(f.library).parent / "meta.json").read_text()
