@@ -121,32 +121,27 @@ def test_machine_flags_are_part_of_the_module_key() -> None:
     assert "-march=" in (entry_dir / "meta.json").read_text()
 
 
-def test_the_fingerprint_command_shows_the_flags(tmp_path: Path) -> None:
-    env = {"OPWEAVE_FLAGS": f"compiledir={tmp_path},cmodule__march=native", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
+def fingerprint(root: Path, march: str) -> subprocess.CompletedProcess[str]:
+    """``opweave cache fingerprint`` in a fresh process with ``march``."""
+    env = {"OPWEAVE_FLAGS": f"compiledir={root},cmodule__march={march}", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
         [sys.executable, "-m", "opweave", "cache", "fingerprint"],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     )
+
+
+def test_the_fingerprint_command_shows_the_flags(tmp_path: Path) -> None:
+    done = fingerprint(tmp_path, "native")
     assert done.stdout.startswith("ow1-") and len(done.stdout.split()) == 1
     assert "cmodule__march=native: -march=" in done.stderr
 
 
 def test_an_explicit_level_is_the_same_flags_on_every_machine(tmp_path: Path) -> None:
     # docs/scale-out.md: a level (not native) gives one flag and no CPU record.
-    env = {
-        "OPWEAVE_FLAGS": f"compiledir={tmp_path},cmodule__march=x86-64-v3",
-        "PATH": "/usr/bin:/bin",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "opweave", "cache", "fingerprint"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
+    done = fingerprint(tmp_path, "x86-64-v3")
     assert "-march=x86-64-v3" in done.stderr and "-mavx512" not in done.stderr
     with config.change_flags(compiledir=str(tmp_path), cmodule__march="x86-64-v3"):
         x, a = dvector("x"), dscalar("a")
