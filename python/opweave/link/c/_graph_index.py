@@ -119,31 +119,30 @@ def orphans(record: Record, constants: list[Any], nodes: Sequence[Any]) -> list[
 
 def load(
     place: Place, constants: list[Any], nodes: Sequence[Any], start: float
-) -> tuple[CompiledGraph, cmodule.CompiledModule, Dependencies] | None:
+) -> tuple[CompiledGraph, cmodule.CompiledModule, Dependencies] | str:
     """The graph filed at ``place``, its module and the dependency list of
     its code (watched here from now on), with no op asked for code: its
     orphans from the graph's ``constants`` (as its memo key numbers them)
-    and its ``nodes`` (in the order they run); None when it has no valid
-    record, or the record's dependency list does not hold here. ``start``:
-    when the lookup began (its seconds)."""
+    and its ``nodes`` (in the order they run); else why not (no valid
+    record, a dependency that changed, ...). ``start``: when the lookup
+    began (its seconds)."""
     record = read(place)
     if record is None:
-        return None
+        return f"no graph record {place[1][:16]}"
     why = record.dependencies.check_fresh()
     if why:
-        _log.debug("graph record %s is not used: %s", place[1], why)
-        return None
+        return f"graph record {place[1][:16]} not used: {why}"
     found = orphans(record, constants, nodes)
     if found is None:
-        return None
+        return f"graph record {place[1][:16]} names orphans this graph does not have"
     compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
     if compiled is None:
-        return None
+        return f"graph record {place[1][:16]}: its module {record.module_key[:16]} is not cached"
     try:  # the module takes these orphans (their number and types)
         _core.Function(module=compiled.module, orphans=found)
     except (TypeError, ValueError) as error:
         _log.warning("graph record %s does not fit its module (%s): ignored", place[1], error)
-        return None
+        return f"graph record {place[1][:16]} does not fit its module"
     seconds = {"lookup": time.perf_counter() - start}
     graph = CompiledGraph(
         compiled.module,

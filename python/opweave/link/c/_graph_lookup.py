@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from opweave.link.c import _graph_index, _graph_memo, cmodule
@@ -28,8 +29,10 @@ Compile = Callable[[float, Recording | None], tuple[CompiledGraph, Any, Sequence
 
 
 def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
-    """The module of the graph bound to ``linker`` (a CLinker): from the
-    memo, the index, or ``compile_graph``."""
+    """The module of the graph bound to ``linker`` (a GraphBuild): from the
+    memo, the index, or ``compile_graph``. One line says which: DEBUG for
+    the memo and the index, INFO (with why) when the ops are asked for
+    code (:func:`_explain`)."""
     start = time.perf_counter()
     memo = _graph_memo.graph_key(
         linker.bound_graph(),
@@ -39,26 +42,37 @@ def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
         linker.export_nodes,
     )
     if memo is None:
-        return compile_graph(start, None)[0]
+        graph = compile_graph(start, None)[0]
+        _explain(linker, graph, "the graph has no memo key (a node or constant without one)")
+        return graph
     found = _graph_memo.recall(memo.key)
+    missed = ""
     if found is not None:
         why = found[2].check_here()
         if not why and cmodule.still_current(found[1]):
             seconds = {"lookup": time.perf_counter() - start}
+            if _log.isEnabledFor(logging.DEBUG):  # a label costs a walk of the graph
+                _log.debug("%s: this process's memo (module %s)", linker.label(), found[1].key[:16])
             return found[0]._replace(outcome="hit", seconds=seconds)
-        if why:
-            _log.info("%s is asked for its code again: %s", linker.label(), why)
+        missed = f"memo not used: {why}" if why else "memo not used: its module went stale"
         _graph_memo.forget(memo.key)
     place = _graph_index.place(memo.key.parts)
     indexed = (
-        None if place is None else _graph_index.load(place, memo.constants, linker.order(), start)
+        "no graph record name (a part of the graph has no stable text)"
+        if place is None
+        else _graph_index.load(place, memo.constants, linker.order(), start)
     )
-    if indexed is not None:
+    if not isinstance(indexed, str):
         graph, module, dependencies = indexed
+        if _log.isEnabledFor(logging.DEBUG):  # a hit stays quiet at INFO
+            name = place[1][:16] if place is not None else ""
+            _log.debug("%s: graph record %s (module %s)", linker.label(), name, module.key[:16])
     else:
+        missed = f"{missed}; {indexed}" if missed else indexed
         with recording() as seen:
             graph, module, objects = compile_graph(start, seen)
             versioned = _graph_memo.versioned(linker.order())
+        _explain(linker, graph, missed)
         collecting = time.perf_counter()
         found_dependencies = collect(seen, {type(o) for o in objects}) if versioned else None
         if found_dependencies is None:
@@ -71,3 +85,17 @@ def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
         graph = graph._replace(seconds=seconds)
     _graph_memo.remember(memo.key, graph, module, dependencies)
     return graph
+
+
+def _explain(linker: Any, graph: CompiledGraph, why: str) -> None:
+    """The INFO line of a graph whose ops were asked for code: why, and what
+    the module cache did then (``hit``: the entry was there)."""
+    if not _log.isEnabledFor(logging.INFO):
+        return
+    _log.info(
+        "%s: ops asked for code (%s); module %s: %s",
+        linker.label(),
+        why,
+        Path(graph.library).parent.name[:16],
+        graph.outcome,
+    )
