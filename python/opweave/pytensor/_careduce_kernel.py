@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from opweave.pytensor._elemwise_kernel import _NO_CARRIED_DEPENDENCES
-from opweave.pytensor._kernels import OpCodeKernel
+from opweave.pytensor._kernel_base import OpCodeKernel
 
 __all__ = ["CAReduceKernel", "careduce_kernel"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from opweave.pytensor._kernels import OpCodeKernel
+from opweave.pytensor._kernel_base import OpCodeKernel
 
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 

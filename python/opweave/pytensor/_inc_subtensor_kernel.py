@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opweave.pytensor._kernels import Kernel
+from opweave.pytensor._kernel_base import Kernel
 
 __all__ = ["IncSubtensorKernel", "inc_subtensor_kernel"]
 

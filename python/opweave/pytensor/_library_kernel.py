@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from opweave.pytensor._kernels import Kernel
+from opweave.pytensor._kernel_base import Kernel
 
 __all__ = ["LibraryKernel", "c_string", "lapack_dtype"]
 
