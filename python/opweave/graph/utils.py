@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
-__all__ = ["MethodNotDefined", "not_defined_errors", "register_not_defined"]
+from typing import Any
+
+__all__ = ["EqualByProps", "MethodNotDefined", "not_defined_errors", "register_not_defined"]
+
+
+class EqualByProps:
+    """Equal when of one class with equal ``__props__`` values (compared
+    with ``==``; ops, whose props may be arrays, have their own rule)."""
+
+    __props__: tuple[str, ...] = ()
+
+    def _props(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__props__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._props() == other._props()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._props()))
 
 
 class MethodNotDefined(NotImplementedError):

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opweave.pytensor._elemwise_kernel import _NO_CARRIED_DEPENDENCES
-from opweave.pytensor._kernel_base import OpCodeKernel
+from opweave.pytensor._kernel_base import NO_CARRIED_DEPENDENCES, OpCodeKernel
 
 __all__ = ["CAReduceKernel", "careduce_kernel"]
 
@@ -111,7 +110,7 @@ def _innermost(x: str, acc: str, level: int, task: str) -> str:
     }}
     *{pa} = opw_local;
 }} else if ({sx} == 1 && {sa} == 1) {{
-{_NO_CARRIED_DEPENDENCES}for (npy_intp i = 0; i < {n}; ++i) {{
+{NO_CARRIED_DEPENDENCES}for (npy_intp i = 0; i < {n}; ++i) {{
         dtype_{x}& {x}_i = {px}[i];
         dtype_{acc}& {acc}_i = {pa}[i];
         {task}

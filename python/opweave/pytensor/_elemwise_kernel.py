@@ -23,24 +23,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from opweave.pytensor._kernel_base import OpCodeKernel
+from opweave.pytensor._kernel_base import NO_CARRIED_DEPENDENCES, OpCodeKernel
 
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 
 _VERSION = 4
 # The shortest last axis the loop over rows takes.
 _MIN_COLUMNS = 16
-
-# Element i of an output is computed from elements i of the inputs only, and
-# an output is either new or exactly an input it destroys (PyTensor's destroy
-# handler refuses an input that is a view of the destroyed one): iterations
-# are independent, so GCC may vectorise without alias checks (clang ignores
-# the pragma and checks at run time). An operator, not a preprocessor line:
-# a module that holds a line starting with "#" exports none of its other
-# nodes (link/c/_export_context.py), and a region of a per-node graph holds
-# many nodes.
-_NO_CARRIED_DEPENDENCES = """_Pragma("GCC ivdep")
-"""
 
 
 def _is_scalar_shaped(variable: Any) -> bool:
@@ -170,7 +159,7 @@ class ElemwiseKernel(OpCodeKernel):
 const npy_intp n_flat = {size};
 const int flat_ok = ({same_size}) & (({c_order}) | ({f_order}));
 if (__builtin_expect(flat_ok, 1)) {{
-{pointers}{loaded}{_NO_CARRIED_DEPENDENCES}\
+{pointers}{loaded}{NO_CARRIED_DEPENDENCES}\
 for (npy_intp i_flat = 0; i_flat < n_flat; ++i_flat) {{
 {elements}{same}{{
 {task}
@@ -227,7 +216,7 @@ const npy_intp n_rows = n_cols == 0 ? 0 : PyArray_SIZE({first}) / n_cols;
 {nl.join(pointers)}
 {loaded}for (npy_intp r_rows = 0; r_rows < n_rows; ++r_rows) {{
 {nl.join(per_row)}
-{_NO_CARRIED_DEPENDENCES}\
+{NO_CARRIED_DEPENDENCES}\
 for (npy_intp c_rows = 0; c_rows < n_cols; ++c_rows) {{
 {nl.join(elements)}
 {same}{{

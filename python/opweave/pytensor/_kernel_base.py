@@ -6,12 +6,27 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Kernel", "OpCodeKernel"]
+from opweave.graph.utils import EqualByProps
+
+__all__ = ["NO_CARRIED_DEPENDENCES", "Kernel", "OpCodeKernel"]
 
 _VERSION = (1,)
 
+# Put before a loop whose iterations are independent, so that GCC may
+# vectorise it without alias checks (clang ignores the pragma and checks at
+# run time): an Elemwise kernel's element i depends on elements i of its
+# inputs only, and an output is new or exactly an input it destroys
+# (PyTensor's destroy handler refuses an input that is a view of the
+# destroyed one); a reduction's innermost loop over outputs that are not
+# reduced. An operator, not a preprocessor line: a module that holds a line
+# starting with "#" exports none of its other nodes
+# (link/c/_export_context.py), and a region of a per-node graph holds many
+# nodes.
+NO_CARRIED_DEPENDENCES = """_Pragma("GCC ivdep")
+"""
 
-class Kernel:
+
+class Kernel(EqualByProps):
     """The C hooks opweave uses for one PyTensor op (``self.op``): equal
     when of one class with equal ``__props__`` (the op, and what a subclass
     adds that its code depends on), and naming the op in messages.
@@ -22,15 +37,6 @@ class Kernel:
 
     def __init__(self, op: Any) -> None:
         self.op = op
-
-    def _props(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__props__)
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._props() == other._props()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self), self._props()))
 
     def __str__(self) -> str:
         return str(self.op)

@@ -20,7 +20,7 @@ __all__ = ["SAME_VIEW", "ViewKernel", "view_code"]
 # Support code: whether ``view`` is an array over ``data`` of type
 # ``type_num`` with these dimensions, strides and writability. One text for
 # every kernel that uses it (a module holds each support text once), with no
-# preprocessor line (see _elemwise_kernel.py's _NO_CARRIED_DEPENDENCES).
+# preprocessor line (see _kernel_base.py's NO_CARRIED_DEPENDENCES).
 SAME_VIEW = r"""
 static inline int opweave_same_view(PyArrayObject* view, const void* data, int type_num,
                                     int nd, const npy_intp* dims, const npy_intp* strides,

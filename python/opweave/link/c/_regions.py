@@ -37,7 +37,7 @@ from opweave.link.c._export_lookup import load_exports
 from opweave.link.c._node_keys import NodeCode
 from opweave.link.c._node_memo import computed_together
 from opweave.link.c._step_table import TableStep
-from opweave.link.c._steps import can_run_in_c, compiled_part, part, python_step
+from opweave.link.c._steps import can_run_in_c, compiled_part, neither_way, part, python_step
 from opweave.link.c.service import GraphBuild, node_code, node_thunk
 from opweave.link.c.spec import MissingCCode
 
@@ -52,10 +52,7 @@ def any_thunk(node: Apply, index: int) -> NodeThunk:
         return thunk
     if has_perform(node.op):
         return perform_thunk(node)
-    raise MissingCCode(
-        f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
-        f"Python ({type(node.op).__name__} defines no perform)"
-    )
+    raise neither_way(node, index)
 
 
 def node_codes(nodes: Sequence[Apply], given: Collection[int]) -> list[NodeCode | None]:

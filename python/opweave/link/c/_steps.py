@@ -16,7 +16,7 @@ from opweave.link.c._step_table import TableStep
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 
-__all__ = ["can_run_in_c", "compiled_part", "part", "python_step"]
+__all__ = ["can_run_in_c", "compiled_part", "neither_way", "part", "python_step"]
 
 
 def _is_float16(variable: Variable) -> bool:
@@ -30,6 +30,14 @@ def can_run_in_c(node: Apply) -> bool:
         return False
     touches_f16 = any(_is_float16(v) for v in [*node.inputs, *node.outputs])
     return not touches_f16 or bool(getattr(op, "_f16_ok", False))
+
+
+def neither_way(node: Apply, index: int) -> MissingCCode:
+    """The error of node ``index``, which has no usable C code and no perform."""
+    return MissingCCode(
+        f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
+        f"Python ({type(node.op).__name__} defines no perform)"
+    )
 
 
 def part(
@@ -74,10 +82,7 @@ def python_step(node: Apply, index: int) -> TableStep:
     if impl is not PERFORM:
         return _thunk_step(node, index, own_thunk(node, impl))
     if not has_perform(node.op):
-        raise MissingCCode(
-            f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
-            f"Python ({type(node.op).__name__} defines no perform)"
-        )
+        raise neither_way(node, index)
     if len(node.outputs) != 1:
         return _thunk_step(node, index, perform_thunk(node))
     # The common case, one output, without the loops.

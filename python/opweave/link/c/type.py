@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from opweave.graph.type import Type
+from opweave.graph.utils import EqualByProps
 from opweave.link.c.interface import CLinkerType
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class Generic(CType):
 generic = Generic()
 
 
-class CDataType(CType):
+class CDataType(EqualByProps, CType):
     """A C pointer of type ``ctype`` (e.g. ``"void *"``), held in Python by
     a capsule.
 
@@ -124,15 +125,6 @@ class CDataType(CType):
         self.compile_args = tuple(compile_args)
         self.extra_support_code = extra_support_code
         self.version = version
-
-    def _props(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__props__)
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._props() == other._props()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self), self._props()))
 
     def __str__(self) -> str:
         return f"CDataType{{{self.ctype}, {self.freefunc}}}"
