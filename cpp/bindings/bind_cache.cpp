@@ -4,7 +4,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -12,7 +15,9 @@
 #include "bindings/monitor.hpp"
 #include "build/compile_slots.hpp"
 #include "cache/file_lock.hpp"
+#include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
+#include "util/dir.hpp"
 
 namespace py = pybind11;
 
@@ -49,6 +54,7 @@ BuildRecord to_build_record(const py::handle& result) {
     };
     text_of("kind", record.kind);
     text_of("label", record.label);
+    text_of("environment", record.environment);
     text_of("key_material", record.key_material);
     text_of("command", record.command);
     if (info.contains("compile_seconds")) {
@@ -253,6 +259,7 @@ void init_module_cache(py::module_& m) {
                  options.shared_roots = std::move(shared_roots);
                  options.shared_owner = shared_owner;
                  options.slot_dir = slot_dir.value_or(std::filesystem::path());
+                 options.recipe = k_module_layout_version;  // the builder's entries
                  py::gil_scoped_release release;
                  return std::make_unique<ModuleCache>(options);
              }),
@@ -331,8 +338,66 @@ void init_module_cache(py::module_& m) {
             py::arg("key"), py::arg("build"),
             "Returns a CacheResult. On a miss, calls build(staging_dir) with the key's\n"
             "lock held; it writes the entry's files and returns None or a dict with\n"
-            "kind, label, key_material, command, compile_seconds and exports (node\n"
-            "keys, indexed for find_export).")
+            "kind, label, environment, key_material, command, compile_seconds and\n"
+            "exports (node keys, indexed for find_export).")
+        .def(
+            "replace",
+            [](ModuleCache& cache, const std::string& key,
+               const std::map<std::string, py::bytes>& files, const py::dict& record) {
+                BuildRecord built = to_build_record(record);
+                std::vector<std::pair<std::string, std::string>> contents;
+                for (const auto& [name, data] : files) {
+                    if (name.empty() || name == "." || name == ".." ||
+                        name.find('/') != std::string::npos ||
+                        name == ModuleCache::k_metadata_file) {
+                        throw std::invalid_argument("not an entry file name: '" + name + "'");
+                    }
+                    contents.emplace_back(name, std::string(data));
+                }
+                const BuildFn build_fn = [&](const std::filesystem::path& staging) {
+                    const std::optional<util::Dir> dir = util::Dir::open(staging);
+                    for (const auto& [name, data] : contents) {
+                        if (!dir || !dir->write_file(name, data)) {
+                            throw CacheError("cannot write " + (staging / name).string() + ": " +
+                                                 std::strerror(errno),
+                                             staging);
+                        }
+                    }
+                    return built;
+                };
+                return PythonMonitor::run([&](BuildMonitor* monitor) {
+                    return cache.replace(key, build_fn, monitor);
+                });
+            },
+            py::arg("key"), py::arg("files"), py::arg("record"),
+            "Publishes an entry of `files` (name -> bytes, plain names) described by\n"
+            "`record` (kind, label, environment, key_material, compile_seconds), in\n"
+            "place of this cache's entry of `key`, valid or not (the shared read-only\n"
+            "caches are not asked), under the key's lock. Returns a CacheResult.")
+        .def(
+            "read_entry_file",
+            [](ModuleCache& cache, const std::string& key, const std::string& name,
+               std::optional<py::list> events) -> std::optional<py::bytes> {
+                std::vector<CacheEvent> found;
+                std::optional<std::string> data;
+                {
+                    py::gil_scoped_release release;
+                    data = cache.read_entry_file(key, name, &found);
+                }
+                if (events) {
+                    for (CacheEvent& event : found) {
+                        events->append(py::cast(std::move(event)));
+                    }
+                }
+                if (!data) {
+                    return std::nullopt;
+                }
+                return py::bytes(*data);
+            },
+            py::arg("key"), py::arg("name"), py::arg("events") = py::none(),
+            "The bytes of the file `name` of the verified entry of `key` (this cache's,\n"
+            "else a shared read-only cache's), if they have the size and SHA-256 its\n"
+            "metadata records; else None. events: a list that gets what the lookup did.")
         .def(
             "export_entry",
             [](ModuleCache& cache, const std::string& key) -> std::optional<py::bytes> {
@@ -396,8 +461,9 @@ void init_module_cache(py::module_& m) {
              "used ones until the total is at most `max_total_bytes`.")
         .def("sweep", &ModuleCache::sweep, py::call_guard<py::gil_scoped_release>(),
              "Removes what killed builds left behind; returns how many directories.")
-        .def("note_hit", &ModuleCache::note_hit,
-             "Counts a hit served from lookup() (an index of the caller's named it).")
+        .def("note_hit", &ModuleCache::note_hit, py::arg("saved_seconds") = 0.0,
+             "Counts a hit served from lookup() (an index of the caller's named it),\n"
+             "and the seconds it saved.")
         .def(
             "read_record",
             [](ModuleCache& cache, const std::string& kind,

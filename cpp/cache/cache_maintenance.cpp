@@ -25,7 +25,33 @@
 
 namespace opweave {
 
+namespace cache {
+
+// A directory below the root that can be walked: ours, not a symlink, not
+// writable by others. Nothing otherwise.
+std::optional<util::Dir> open_trusted(const util::Dir& parent, std::string_view name) {
+    const auto st = parent.stat(name);
+    if (!st || util::check_trust(*st, true) != util::Trust::ok) {
+        return std::nullopt;
+    }
+    return parent.open_dir(name);
+}
+
+// Whether `name` is the directory of an older layout ("v1" when this is v2).
+bool is_older_layout(const std::string& name) {
+    if (name.size() < 2 || name[0] != 'v' ||
+        !std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+    }
+    return name.size() < 6 && std::stoi(name.substr(1)) < ModuleCache::k_format_version;
+}
+
+}  // namespace cache
+
 namespace {
+
+using cache::is_older_layout;
+using cache::open_trusted;
 
 // A staging directory without an owner lock is a crash between mkdir and
 // locking; anything that old is certainly not a build starting up.
@@ -37,16 +63,6 @@ constexpr std::size_t k_quarantine_keep_count = 16;
 // Sources of failed compiles (kept to read the compiler's errors against).
 constexpr double k_failed_keep_seconds = 7 * 86400.0;
 constexpr std::size_t k_failed_keep_count = 20;
-
-// A directory below the root that can be walked: ours, not a symlink, not
-// writable by others. Nothing otherwise.
-std::optional<util::Dir> open_trusted(const util::Dir& parent, std::string_view name) {
-    const auto st = parent.stat(name);
-    if (!st || util::check_trust(*st, true) != util::Trust::ok) {
-        return std::nullopt;
-    }
-    return parent.open_dir(name);
-}
 
 // Calls visit(shard, key) for each entry directory name in the cache.
 template <typename Visit>
@@ -104,15 +120,6 @@ void trim_kept(const util::Dir& dir, std::size_t keep_count, double keep_seconds
             removed += dir.remove(items[i].second) ? 1 : 0;
         }
     }
-}
-
-// Whether `name` is the directory of an older layout ("v1" when this is v2).
-bool is_older_layout(const std::string& name) {
-    if (name.size() < 2 || name[0] != 'v' ||
-        !std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return false;
-    }
-    return name.size() < 6 && std::stoi(name.substr(1)) < ModuleCache::k_format_version;
 }
 
 bool is_bad(const cache::EntryCheck& check) {
@@ -313,6 +320,7 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
         std::size_t ignored = 0;
         remove_all(*failed, ignored);  // debugging aids, not entries: not counted
     }
+    m_impl->known_bytes.store(static_cast<std::int64_t>(total));
     CacheCounters counts;
     counts.evictions = result.removed;
     m_impl->counters.add(counts);

@@ -149,4 +149,20 @@ std::optional<std::string> ModuleCache::export_entry(std::string_view key) {
     return cache::pack_entry(key, foreign);
 }
 
+std::optional<std::string> ModuleCache::read_entry_file(std::string_view key,
+                                                        std::string_view name,
+                                                        std::vector<CacheEvent>* events) {
+    const std::optional<Entry> entry = lookup_layers_last(key, events);
+    const std::optional<util::Dir> dir = entry ? util::Dir::open(entry->dir) : std::nullopt;
+    if (!dir) {
+        return std::nullopt;
+    }
+    for (const EntryFile& file : entry->files) {
+        if (file.name == name) {
+            return recorded_content(*dir, file);
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace opweave

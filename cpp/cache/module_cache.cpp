@@ -41,6 +41,7 @@
 #include "opweave/errors.hpp"
 #include "cache/file_lock.hpp"
 #include "cache/staging_dir.hpp"
+#include "cache/upgrade_sweep.hpp"
 #include "util/fs.hpp"
 
 namespace opweave {
@@ -176,6 +177,9 @@ ModuleCache::ModuleCache(CacheOptions options)
     if (!root.stat(std::string("CACHEDIR.TAG"))) {
         // Only a courtesy to backup tools; a read-only root still works.
         root.write_file("CACHEDIR.TAG", k_cachedir_tag, 0600, util::Sync::no);
+    }
+    if (m_options.recipe > 0) {
+        cache::upgrade_sweep(root, m_options.recipe, cache::k_upgrade_budget_seconds);
     }
     for (const std::filesystem::path& shared : m_options.shared_roots) {
         CacheOptions layer;
@@ -401,6 +405,29 @@ std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<Cache
             return shared;
         }
     }
+    return lookup_here(key, events, monitor, wait);
+}
+
+std::optional<Entry> ModuleCache::lookup_layers_last(std::string_view key,
+                                                     std::vector<CacheEvent>* events) {
+    check_key(key);
+    if (m_options.read_only) {
+        return lookup_read_only(key, events);
+    }
+    if (std::optional<Entry> own = lookup_here(key, events, nullptr, Blocking::yes)) {
+        return own;
+    }
+    for (const std::unique_ptr<ModuleCache>& layer : m_impl->layers) {
+        if (std::optional<Entry> shared = layer->lookup_read_only(key, events)) {
+            return shared;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Entry> ModuleCache::lookup_here(std::string_view key,
+                                              std::vector<CacheEvent>* events,
+                                              BuildMonitor* monitor, Blocking wait) {
     const cache::Places places = cache::open_places(m_root, events, m_impl->ancestors);
     const auto shard =
         cache::open_layout_dir(places.entries, cache::shard_name(key), cache::Create::no, events);
@@ -516,19 +543,62 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
     cache::index_exports(places.version, key, result.entry.exports,
                          result.outcome == Outcome::built ? cache::Overwrite::yes
                                                           : cache::Overwrite::no);
+    after_build(key, result, counts);
+    return result;
+}
+
+CacheResult ModuleCache::replace(std::string_view key, const BuildFn& build,
+                                 BuildMonitor* monitor) {
+    check_key(key);
+    refuse_if_read_only("replace an entry in");
+    CacheResult result;
+    CacheCounters counts;
+    counts.misses = 1;
+    const cache::Places places = cache::open_places(m_root, &result.events, m_impl->ancestors);
+    const util::Dir shard = cache::require_layout_dir(places.entries, cache::shard_name(key),
+                                                      &result.events);
+    {
+        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor);
+        const EntryCheck check = cache::check_entry(shard, key, cache::Memo::use);
+        settle_locked(places.version, shard, key, check, &result.events, counts);
+        // A valid entry is discarded as a stale one is.
+        const EntryState found =
+            check.state == EntryState::valid ? EntryState::stale : check.state;
+        publish_build(places, shard, key, found, build, result, counts);
+    }
+    cache::index_exports(places.version, key, result.entry.exports, cache::Overwrite::yes);
+    after_build(key, result, counts);
+    return result;
+}
+
+void ModuleCache::after_build(std::string_view key, const CacheResult& result,
+                              const CacheCounters& counts) {
     m_impl->counters.add(counts);
-    if (m_options.max_total_bytes) {
-        prune(m_options.max_total_bytes, std::nullopt, key);
+    if (result.outcome == Outcome::built) {
+        enforce_size_limit(key, result.entry.size_bytes);
     }
     if (m_impl->counters.due()) {
         flush_counters();
     }
-    return result;
 }
 
-void ModuleCache::note_hit() {
+void ModuleCache::enforce_size_limit(std::string_view keep, std::uint64_t added) {
+    if (!m_options.max_total_bytes) {
+        return;
+    }
+    const std::int64_t known = m_impl->known_bytes.load();
+    if (known >= 0 &&
+        static_cast<std::uint64_t>(known) + added <= *m_options.max_total_bytes) {
+        m_impl->known_bytes.fetch_add(static_cast<std::int64_t>(added));
+        return;
+    }
+    prune(m_options.max_total_bytes, std::nullopt, keep);  // lists, and sets known_bytes
+}
+
+void ModuleCache::note_hit(double saved_seconds) {
     CacheCounters counts;
     counts.hits = 1;
+    counts.saved_seconds = saved_seconds;
     m_impl->counters.add(counts);
 }
 

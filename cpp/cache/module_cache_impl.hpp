@@ -5,7 +5,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +36,10 @@ public:
     // The machine's memo of file hashes, when this cache keeps it
     // (keep_file_digests).
     std::shared_ptr<cache::MachineDigests> digests;
+    // The cache's size as this process last listed it (by prune), plus
+    // what it published since; -1 until it lists. The size limit lists
+    // the entries only when this passes the limit (see enforce_size_limit).
+    std::atomic<std::int64_t> known_bytes{-1};
 };
 
 namespace cache {
@@ -52,6 +59,13 @@ Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* e
 
 // "ab" for key "ab12...".
 std::string shard_name(std::string_view key);
+
+// A directory below the root that can be walked: ours, not a symlink, not
+// writable by others. Nothing otherwise.
+std::optional<util::Dir> open_trusted(const util::Dir& parent, std::string_view name);
+
+// Whether `name` is the directory of an older layout ("v1" when this is v2).
+bool is_older_layout(const std::string& name);
 
 // A name for something moved aside: "<key>.<pid>.<random>".
 std::string unique_name(std::string_view key);

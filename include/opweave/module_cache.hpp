@@ -53,8 +53,11 @@ struct CacheOptions {
     // How long a build waits for another process building the same key. Longer
     // than a compile with a launcher (two steps of at most 600 s each).
     double lock_timeout_seconds = 1800.0;
-    // After each build, the least recently used entries are evicted until the
-    // cache holds at most this many bytes. Nothing: no limit.
+    // After a build, the least recently used entries are evicted until the
+    // cache holds at most this many bytes. Nothing: no limit. The entries
+    // are listed at the first build of this object, then only when its own
+    // builds take the size it last listed past the limit (what other
+    // processes add is seen at their builds, or at this one's next listing).
     std::optional<std::uint64_t> max_total_bytes;
     // How many compiler processes the builds of this user's processes run at
     // once, at most, whatever their caches (see slot_dir). 0: the number of
@@ -81,6 +84,13 @@ struct CacheOptions {
     // belong to them, and so may the directories above any cache root. Never
     // whoever happens to own a path: nothing else is trusted.
     std::optional<uid_t> shared_owner;
+    // The key recipe this cache's entries answer to: an entry whose key
+    // material begins "layout: <kind> <n>" with another n can never be hit
+    // again. The first writable open after it changes renames those entries
+    // (and older layouts' directories) into trash and removes them, within
+    // 50 ms, going on at the next open (cpp/cache/upgrade_sweep.hpp). 0: no
+    // such sweep.
+    int recipe = 0;
 };
 
 // A file of an entry, as recorded when the entry was published.
@@ -312,6 +322,15 @@ public:
     CacheResult get_or_build(std::string_view key, const BuildFn& build,
                              BuildMonitor* monitor = nullptr);
 
+    // Builds the entry of `key` with `build` and publishes it in this cache
+    // in place of any entry of `key` it holds, valid or not (the shared
+    // read-only caches are not asked): for an entry whose content the caller
+    // found no longer right for it, e.g. a graph record whose dependencies
+    // changed. Under the key's lock, as get_or_build builds; then enforces
+    // max_total_bytes. Throws as get_or_build does.
+    CacheResult replace(std::string_view key, const BuildFn& build,
+                        BuildMonitor* monitor = nullptr);
+
     // The one way an entry leaves the cache: the verified entry of `key` as
     // one byte string (a pack: its metadata and every file it lists, as
     // published), or nothing when there is no valid entry (or it was
@@ -319,6 +338,16 @@ public:
     // {"key", "meta", "files": [[name, size], ...]} ("meta": the size of the
     // metadata), then the metadata and each file's bytes, in that order.
     std::optional<std::string> export_entry(std::string_view key);
+
+    // The bytes of the file `name` of the verified entry of `key` (this
+    // cache's, else a shared read-only cache's: an entry of this cache comes
+    // first, as replace() makes it in place of a layer's), read
+    // without following a symlink and returned only if they have the size
+    // and SHA-256 its metadata records; nothing otherwise. What the lookup
+    // did goes to `events` if given. Callers read an entry's data through
+    // this, never by opening its files.
+    std::optional<std::string> read_entry_file(std::string_view key, std::string_view name,
+                                               std::vector<CacheEvent>* events = nullptr);
 
     // Publishes the pack of another cache (export_entry: an export file, a
     // remote storage) as the entry of `key` after verifying it as a lookup
@@ -390,12 +419,12 @@ public:
     void flush_counters();
 
     // Counts a hit that a caller served from lookup() without get_or_build
-    // (an index of its own named the entry).
-    void note_hit();
+    // (an index of its own named the entry), and the seconds it saved.
+    void note_hit(double saved_seconds = 0.0);
 
     // Records: small pieces of derived state that callers keep beside the
-    // entries to skip work (which module a graph compiles to, what a
-    // compiler's -march=native stands for), never a source of truth. A
+    // entries to skip work on this machine (what a compiler's -march=native
+    // stands for, the hashes of files), never a source of truth. A
     // record is a regular file of this user, mode 0600, at
     // records/<kind>/<r2>/<name> (<r2>: the first two characters of the
     // name), holding "OPWEAVE-RECORD 1 <SHA-256 of the data>\n" and the
@@ -435,8 +464,25 @@ public:
     void keep_file_digests();
 
 private:
+    // Holds the cache to max_total_bytes after this process published an
+    // entry of `added` bytes (`keep`): prunes when the size this process
+    // last listed plus what it published since passes the limit, or when
+    // it has not listed yet (its first build), so that a build does not
+    // list every entry.
+    void enforce_size_limit(std::string_view keep, std::uint64_t added);
+    // What get_or_build and replace do once their build is over: count it,
+    // hold the size limit, write the counters when due.
+    void after_build(std::string_view key, const CacheResult& result, const CacheCounters& counts);
     // Throws CacheError when the cache is read-only: it does not `what`.
     void refuse_if_read_only(const char* what) const;
+    // lookup() in this (writable) cache only, past its layers.
+    std::optional<Entry> lookup_here(std::string_view key, std::vector<CacheEvent>* events,
+                                     BuildMonitor* monitor, Blocking wait);
+    // lookup() with this cache before its layers (for entries named by
+    // what they are for, not by their content: this cache's replaces a
+    // layer's).
+    std::optional<Entry> lookup_layers_last(std::string_view key,
+                                            std::vector<CacheEvent>* events);
     std::optional<Entry> lookup_read_only(std::string_view key,
                                           std::vector<CacheEvent>* events) const;
     // find_export in this cache, without removing anything (read_only or

@@ -24,7 +24,11 @@ from opweave._config_parse import (
 )
 from opweave._namedtuple import NamedTuple
 
-__all__ = ["ALIASES", "OPTIONS", "ConfigOption"]
+__all__ = ["ALIASES", "DEFAULT_MAX_SIZE", "OPTIONS", "ConfigOption"]
+
+# cache__max_size's default: 5 GiB, ccache's. A user's cache of a few dozen
+# modules is tens of MiB (most of it precompiled preludes, ~21 MiB each).
+DEFAULT_MAX_SIZE = 5 << 30
 
 
 def _default_compiledir() -> str:
@@ -118,9 +122,10 @@ OPTIONS = (
     ConfigOption(
         "cache__max_size",
         parse_optional_size,
-        None,
-        "Largest size of the module cache, e.g. 2G; after each build the least recently "
-        "used entries are evicted down to it. Empty, none or 0: no limit.",
+        DEFAULT_MAX_SIZE,
+        "Largest size of the module cache, e.g. 2G (5G by default, as ccache's); after a "
+        "build the least recently used entries are evicted down to it. Empty, none or 0: "
+        "no limit.",
     ),
     ConfigOption(
         "cache__readonly",

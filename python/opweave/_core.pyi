@@ -617,8 +617,8 @@ class ModuleCache:
         """
         Returns a CacheResult. On a miss, calls build(staging_dir) with the key's
         lock held; it writes the entry's files and returns None or a dict with
-        kind, label, key_material, command, compile_seconds and exports (node
-        keys, indexed for find_export).
+        kind, label, environment, key_material, command, compile_seconds and
+        exports (node keys, indexed for find_export).
         """
     def keep_failed_source(self, key: str, source: str) -> pathlib.Path:
         ...
@@ -638,9 +638,27 @@ class ModuleCache:
         The verified entry, or None (a damaged one is quarantined). Takes no lock.
         events: a list that gets what the lookup did (CacheEvent), e.g. a quarantine.
         """
-    def note_hit(self) -> None:
+    def note_hit(self, saved_seconds: typing.SupportsFloat = 0.0) -> None:
         """
-        Counts a hit served from lookup() (an index of the caller's named it).
+        Counts a hit served from lookup() (an index of the caller's named it),
+        and the seconds it saved.
+        """
+    def read_entry_file(
+        self, key: str, name: str, events: builtins.list | None = None
+    ) -> bytes | None:
+        """
+        The bytes of the file `name` of the verified entry of `key` (this cache's,
+        else a shared read-only cache's), if they have the size and SHA-256 its
+        metadata records; else None. events: a list that gets what the lookup did.
+        """
+    def replace(
+        self, key: str, files: collections.abc.Mapping[str, bytes], record: dict
+    ) -> CacheResult:
+        """
+        Publishes an entry of `files` (name -> bytes, plain names) described by
+        `record` (kind, label, environment, key_material, compile_seconds), in
+        place of this cache's entry of `key`, valid or not (the shared read-only
+        caches are not asked), under the key's lock. Returns a CacheResult.
         """
     def read_record(self, kind: str, name: str) -> bytes | None:
         """

@@ -26,10 +26,34 @@ __all__ = [
     "SANITIZERS",
     "ConfigOption",
     "OpweaveConfig",
+    "Snapshot",
     "config",
     "parse_sanitize",
     "parse_size",
 ]
+
+
+# Options that say where caches live, how they are shared and how compilers
+# are launched, never what code is generated nor how it is compiled: a
+# graph record's name (link/c/_graph_index.py) leaves them out, so that a
+# record made on one machine is found on another.
+_WHERE_ONLY = frozenset({"compiledir", "compile__slot_dir", "cxx_launcher"})
+
+
+class Snapshot(tuple):
+    """Every option and its value (:meth:`OpweaveConfig.snapshot`)."""
+
+    __slots__ = ()
+
+    def code_options(self) -> tuple[tuple[str, str], ...]:
+        """The options that can change generated code or how it is compiled:
+        all but where caches live and how they are shared (``cache__*``,
+        ``compiledir``, ``compile__slot_dir``, ``cxx_launcher``)."""
+        return tuple(
+            item
+            for item in self
+            if item[0] not in _WHERE_ONLY and not item[0].startswith("cache__")
+        )
 
 
 class OpweaveConfig:
@@ -110,12 +134,12 @@ class OpweaveConfig:
         """Every option, by name."""
         return dict(self._options)
 
-    def snapshot(self) -> tuple[tuple[str, str], ...]:
+    def snapshot(self) -> Snapshot:
         """Every option and its value, as a hashable value: equal snapshots
         mean the same configuration. Kept until an option is set."""
         found = object.__getattribute__(self, "_snapshot")
         if found is None:
-            found = tuple((name, repr(getattr(self, name))) for name in sorted(self._options))
+            found = Snapshot((name, repr(getattr(self, name))) for name in sorted(self._options))
             object.__setattr__(self, "_snapshot", found)
         return found
 

@@ -31,6 +31,14 @@ class Export:
     def keys(self) -> list[str]:
         return [item["key"] for item in self.manifest["entries"]]
 
+    def item(self, kind: str) -> dict:
+        """The manifest's item of the one entry of ``kind``."""
+        (found,) = [item for item in self.manifest["entries"] if item["kind"] == kind]
+        return found
+
+    def key_of(self, kind: str) -> str:
+        return str(self.item(kind)["key"])
+
 
 def flags(root: Path, **options: object) -> dict[str, str]:
     text = ",".join(f"{name}={value}" for name, value in {"compiledir": root, **options}.items())
@@ -99,7 +107,7 @@ def import_(path: Path, root: Path, *extra: str, **options: object) -> subproces
 
 def real_export(root: Path) -> Export:
     """The members of an export, made under ``root``, of a cache that compiled
-    one graph (a module and its prelude: two entries)."""
+    one graph (its module, its prelude and its graph record: three entries)."""
     assert run_graph(root / "cache", "scaled:4")["right"]
     archive = root / "export.tgz"
     exported = cli("export", str(archive), env=flags(root / "cache"))
@@ -111,5 +119,7 @@ def real_export(root: Path) -> Export:
             for name in tar.getnames()
             if name.startswith("entries/")
         }
-    assert len(manifest["entries"]) == 2 and set(packs) == {i["key"] for i in manifest["entries"]}
+    kinds = sorted(item["kind"] for item in manifest["entries"])
+    assert kinds == ["graph", "module", "prelude"], kinds
+    assert set(packs) == {i["key"] for i in manifest["entries"]}
     return Export(manifest, packs)

@@ -117,6 +117,11 @@ def _take(
     return taken
 
 
+# A module's attributes that say where its file is, not what it holds (the
+# list's module and file records cover them): a value of theirs would tie a
+# graph record to where the packages are installed.
+_WHERE_NAMES = frozenset({"__file__", "__cached__", "__path__", "__spec__", "__loader__"})
+
 # The names the code objects of a window name, by the set of their ids: the
 # windows of a graph's nodes run the same hooks again and again.
 _names_memo: dict[frozenset[int], tuple[list[Any], set[str]]] = {}
@@ -128,7 +133,7 @@ def _names(codes: list[Any]) -> set[str]:
     key = frozenset(map(id, codes))
     found = _names_memo.get(key)
     if found is None:
-        names = {name for code in codes for name in code.co_names}
+        names = {name for code in codes for name in code.co_names} - _WHERE_NAMES
         found = _names_memo[key] = (list(codes), names)  # the codes keep their ids theirs
         if len(_names_memo) > _NAMES_MEMO_SIZE:
             del _names_memo[next(iter(_names_memo))]

@@ -56,6 +56,7 @@ from opweave.link.c._dep_digest import namespace_digest, values_digest
 from opweave.link.c._dep_modules import (
     origin_of,
 )
+from opweave.link.c._portable import is_dist_record, located, portable, record_digest
 
 __all__ = ["Dependencies", "Namespace", "Taken", "class_name", "listing", "merged"]
 
@@ -210,7 +211,10 @@ class Dependencies:
             origin = origin_of(name)
             if origin is not None and origin != file:
                 return f"module {name} is {origin} here, not {file}"
-        why = _core.files_changed(list(self.files))
+        files = [f for f in self.files if not f[4].startswith(_RECORD_MARK)]
+        why = _core.files_changed(files) or _dist_records_changed(
+            f for f in self.files if f[4].startswith(_RECORD_MARK)
+        )
         if why:
             return why
         why = _dirs_changed(self.dirs)
@@ -227,10 +231,10 @@ class Dependencies:
     def to_json(self) -> dict[str, Any]:
         """The list as JSON values (for a graph record)."""
         return {
-            "files": [list(f) for f in self.files],
-            "data": sorted(f[0] for f in self.data),
-            "dirs": [list(d) for d in self.dirs],
-            "modules": [list(m) for m in self.modules],
+            "files": [[portable(p), s, m, c, _file_digest(p, h)] for p, s, m, c, h in self.files],
+            "data": sorted(portable(f[0]) for f in self.data),
+            "dirs": [[portable(p), d] for p, d in self.dirs],
+            "modules": [[n, portable(f)] for n, f in self.modules],
             "env": [list(e) for e in self.env],
             "namespaces": [[s.kind, s.name, list(s.names), s.digest] for s in self.namespaces()],
         }
@@ -239,7 +243,9 @@ class Dependencies:
     def from_json(cls, found: Any) -> Dependencies:
         """The list of :meth:`to_json`; ValueError, TypeError or KeyError
         when ``found`` is not one."""
-        files = [(str(p), int(s), int(m), int(c), str(h)) for p, s, m, c, h in found["files"]]
+        files = [
+            (located(str(p)), int(s), int(m), int(c), str(h)) for p, s, m, c, h in found["files"]
+        ]
         env = [(str(k), None if v is None else str(v)) for k, v in found["env"]]
         spaces = [
             Namespace(str(k), str(n), tuple(str(x) for x in names), str(d))
@@ -247,9 +253,9 @@ class Dependencies:
         ]
         if any(s.kind not in ("module", "class") for s in spaces):
             raise ValueError("a namespace of an unknown kind")
-        modules = [(str(n), str(f)) for n, f in found["modules"]]
-        dirs = [(str(p), str(d)) for p, d in found["dirs"]]
-        data_paths = {str(p) for p in found["data"]}
+        modules = [(str(n), located(str(f))) for n, f in found["modules"]]
+        dirs = [(located(str(p)), str(d)) for p, d in found["dirs"]]
+        data_paths = {located(str(p)) for p in found["data"]}
         data = [f for f in files if f[0] in data_paths]
         return cls(files, data, modules, env, spaces, True, dirs)
 
@@ -329,6 +335,44 @@ def _target(space: Namespace) -> Any:
         if found is None:
             return None
     return found if isinstance(found, type) else None
+
+
+# A RECORD's digest in a graph record: record_digest's, not the file's.
+_RECORD_MARK = "record:"
+_record_digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> digest
+
+
+def _file_digest(path: str, sha256: str) -> str:
+    """How a graph record holds a file's content: its SHA-256, or for a
+    distribution's RECORD the digest of what does not depend on where it
+    was installed (:func:`._portable.record_digest`)."""
+    if not sha256 or not is_dist_record(path):
+        return sha256
+    try:
+        status = os.stat(path)
+        key = (path, status.st_size, status.st_mtime_ns)
+        found = _record_digests.get(key)
+        if found is None:
+            with open(path, encoding="utf-8", errors="replace") as file:
+                found = _record_digests[key] = record_digest(file.read())
+    except OSError:
+        return ""  # unreadable: the record never holds
+    return _RECORD_MARK + found
+
+
+def _dist_records_changed(records: Iterable[Any]) -> str:
+    """Why a distribution's RECORD of a graph record's list is not what it
+    was, or "": the same stat, else the same digest of its content."""
+    for path, size, mtime, ctime, digest in records:
+        try:
+            status = os.stat(path)
+        except OSError:
+            return f"{path} is gone"
+        if (status.st_size, status.st_mtime_ns, status.st_ctime_ns) == (size, mtime, ctime):
+            continue
+        if _file_digest(path, "-") != digest:
+            return f"the distribution of {path} changed"
+    return ""
 
 
 def _env_changed(env: Iterable[tuple[str, str | None]]) -> str:

@@ -4,25 +4,33 @@ op for anything.
 Finding a graph's module by its cache key means asking every op for its
 code, and an op's version hook may be slow (PyTensor's CGemv compiles and
 runs a test program in each process). So once a graph is compiled and every
-op in it declares a code version, a record is kept as a record of the
-module cache (``ModuleCache.write_record``, kind ``graphs``: the core reads
-and writes it, with the checks of its own files, and serves it from the
-read-only layers too). Its name is a hash of the stable text
+op in it declares a code version, a record is kept as an entry of the module
+cache (kind ``graph``, one file ``graph.json``), beside the modules: written
+by the core through the same staging, sealing and publishing, verified
+before every read (``ModuleCache.read_entry_file``), listed, verified,
+pruned, size-capped and counted (hits, and the seconds of asking the ops
+that each hit saved) by ``opweave cache``, carried by ``cache export`` and
+``import`` and by the remote tier (signed as modules are), and served from
+the read-only layers. Its name is a hash of the stable text
 (:mod:`._stable_text`) of the graph's memo key (:func:`._graph_memo.graph_key`:
-ops and types by class, source files and props, constants by data, the
-wiring and the configuration), of the environment (compiler, Python, NumPy,
-machine flags) and of this format. The record names the module's cache key,
+ops and types by class, the content of their source files and props,
+constants by data, the wiring and the configuration that can change code,
+not where caches live), of the environment (compiler, Python, NumPy,
+machine flags) and of this format: nothing in it depends on where the cache
+or the Python packages are, or on file times, so a record made on one
+machine is found on another. The record names the module's cache key,
 what the module takes besides its code (its orphans: the graph's constants
 by number, the nodes' params by node, asked again; the names of its blocks
-for messages), and the dependency list of the code (:mod:`._dep_list`): it
-is used only while that list holds here (every Python file, distribution,
-data file, environment variable and value the code came from is as it was),
-so an edit anywhere the code came from means the ops are asked again, never
-a stale module. A record that cannot be read or parsed is ignored (and
-replaced by the next compile of its graph). The module it names is used only
-once the cache has verified its entry, so a changed header still means a
-rebuild. ``opweave cache prune`` removes the records whose module is no
-longer cached, and ``opweave cache clear`` all of them (:func:`sweep`).
+for messages), and the dependency list of the code (:mod:`._dep_list`,
+with paths relative to the import roots): it is used only while that list
+holds here (every Python file, distribution, data file, environment
+variable and value the code came from is as it was), so an edit anywhere
+the code came from means the ops are asked again, never a stale module, and
+the record is replaced. A record that cannot be read or parsed is ignored
+(and replaced by the next compile of its graph). The module it names is
+used only once the cache has verified its entry, so a changed header still
+means a rebuild. ``opweave cache prune`` removes the records whose module
+is no longer cached, and ``opweave cache clear`` all of them (:func:`sweep`).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
+from opweave.configparser import config
 from opweave.errors import OpweaveError
 from opweave.graph.op import op_label
 from opweave.link.c import cmodule
@@ -48,8 +57,10 @@ from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
 __all__ = ["Record", "index_name", "load", "orphans", "place", "read", "sweep", "write"]
 
 _log = logging.getLogger(__name__)
-_FORMAT = 2  # 2: with the dependency list
-_KIND = "graphs"
+_FORMAT = 3  # 2: with the dependency list; 3: an entry, with portable paths
+_KIND = "graph"  # the kind of a graph record's entry
+_FILE = "graph.json"
+_LEGACY_KIND = "graphs"  # records of format 2, kept as records, not entries
 _KINDS = ("const", "params")
 
 Place = tuple[_core.ModuleCache, str]  # the cache holding a graph's record, and its name
@@ -66,6 +77,9 @@ class Record(NamedTuple):
     output_blocks: dict[int, int]
     node_blocks: dict[int, int]
     dependencies: Dependencies
+    # What a hit saves: the seconds the graph's first compile spent asking
+    # its ops and types for code and laying out its module.
+    saved_seconds: float = 0.0
 
 
 def index_name(key: Any, environment: Any) -> str | None:
@@ -136,6 +150,9 @@ def load(
     if found is None:
         return f"graph record {place[1][:16]} names orphans this graph does not have"
     compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
+    if compiled is None and config.cache__remote:  # the module is the remote tier's too
+        if _remote().fetch_entry(place[0], record.module_key, "module"):
+            compiled = cmodule.load_entry(record.module_key, _core.GRAPH_MODULE_NAME)
     if compiled is None:
         return f"graph record {place[1][:16]}: its module {record.module_key[:16]} is not cached"
     try:  # the module takes these orphans (their number and types)
@@ -143,6 +160,7 @@ def load(
     except (TypeError, ValueError) as error:
         _log.warning("graph record %s does not fit its module (%s): ignored", place[1], error)
         return f"graph record {place[1][:16]} does not fit its module"
+    place[0].note_hit(record.saved_seconds)
     seconds = {"lookup": time.perf_counter() - start}
     graph = CompiledGraph(
         compiled.module,
@@ -159,7 +177,11 @@ def load(
 
 
 def _record(
-    compiled: Any, module_key: str, constants: list[Any], dependencies: Dependencies
+    compiled: Any,
+    module_key: str,
+    constants: list[Any],
+    dependencies: Dependencies,
+    saved_seconds: float,
 ) -> Record | None:
     """The record of ``compiled`` (a CompiledGraph), whose memo key numbers
     ``constants`` and whose code came from ``dependencies``; None when an
@@ -179,19 +201,44 @@ def _record(
         dict(compiled.output_blocks),
         dict(compiled.node_blocks or {}),
         dependencies,
+        saved_seconds,
     )
 
 
 def read(place: Place) -> Record | None:
-    """The record filed at ``place`` (see :func:`place`), or None (none, or
-    damaged: see the top)."""
+    """The record filed at ``place`` (see :func:`place`): this cache's, a
+    read-only layer's, else the remote tier's (adopted here once it
+    verifies); None when there is none, or it is damaged (see the top)."""
     cache, name = place
     try:
-        data = cache.read_record(_KIND, name)
+        data = _entry_data(cache, name)
+        if data is None and config.cache__remote:
+            if _remote().fetch_entry(cache, name, "graph record"):
+                data = _entry_data(cache, name)
         return None if data is None else _parse(json.loads(data))
     except (ValueError, TypeError, KeyError, IndexError) as error:
         _log.warning("graph record %s is damaged (%s): ignored", name, error)
         return None
+
+
+def _remote() -> Any:
+    """The remote tier's module (imported, with its client, only when one
+    is configured)."""
+    from opweave.link.c import _remote
+
+    return _remote
+
+
+def _entry_data(cache: _core.ModuleCache, name: str) -> bytes | None:
+    """The verified data of the record entry ``name``, or None."""
+    events: list[Any] = []
+    try:
+        return cache.read_entry_file(name, _FILE, events)
+    except OpweaveError as error:  # e.g. an entry another user owns
+        _log.debug("cannot read the graph record %s: %s", name[:16], error)
+        return None
+    finally:
+        cmodule.report_events(events)
 
 
 def _parse(found: Any) -> Record:
@@ -216,6 +263,7 @@ def _parse(found: Any) -> Record:
         numbers("output_blocks", int),
         numbers("node_blocks", int),
         Dependencies.from_json(found["deps"]),
+        float(found["saved_seconds"]),
     )
 
 
@@ -225,13 +273,18 @@ def write(
     module_key: str,
     constants: list[Any],
     dependencies: Dependencies,
+    saved_seconds: float,
+    label: str,
 ) -> None:
     """Files the record of ``compiled`` (a CompiledGraph whose module's key
-    is ``module_key``, whose memo key numbers ``constants`` and whose code
-    came from ``dependencies``) at ``place``; a cache that cannot be written
-    keeps no record, nor does a graph with a constant orphan its key does
-    not number, nor one whose code came from a module with no file."""
-    record = _record(compiled, module_key, constants, dependencies)
+    is ``module_key``, whose memo key numbers ``constants``, whose code came
+    from ``dependencies`` and cost ``saved_seconds`` to ask for and lay out;
+    ``label``: what it runs, for ``opweave cache list``) at ``place``, in
+    place of any record there, and stores it in the remote
+    tier when one is configured; a cache that cannot be written keeps no
+    record, nor does a graph with a constant orphan its key does not number,
+    nor one whose code came from a module with no file."""
+    record = _record(compiled, module_key, constants, dependencies, saved_seconds)
     if record is None or not dependencies.persistent:
         return
     cache, name = place
@@ -239,20 +292,40 @@ def write(
     fields["orphans"] = [list(orphan) for orphan in record.orphans]
     fields["deps"] = dependencies.to_json()
     del fields["dependencies"]
-    if not cache.write_record(_KIND, name, json.dumps({"format": _FORMAT, **fields}).encode()):
-        _log.debug("cannot keep the graph record %s in %s", name, cache.root)
+    data = json.dumps({"format": _FORMAT, **fields}).encode()
+    described = {
+        "kind": _KIND,
+        "label": label,
+        "environment": cmodule.environment_fingerprint(),
+        # The first line as a module's: the sweep after an upgrade of the
+        # key recipe (which renames every record) removes it.
+        "key_material": f"layout: graph {_core.MODULE_LAYOUT_VERSION}\n"
+        f"record: {name}\nmodule: {module_key}\n",
+        "compile_seconds": saved_seconds,
+    }
+    try:
+        cache.replace(name, {_FILE: data}, described)
+    except OpweaveError as error:  # a read-only cache, a busy lock, a full disk
+        _log.debug("cannot keep the graph record %s in %s: %s", name[:16], cache.root, error)
+        return
+    if config.cache__remote:
+        _remote().store_entry(cache, name)
 
 
 def sweep(cache: _core.ModuleCache, keep: Callable[[str], bool] | None = None) -> int:
-    """Removes the records of the index of ``cache`` whose module key
-    ``keep`` rejects (every record when ``keep`` is None), and those that
-    do not read; returns how many went (``opweave cache clear`` and
-    ``prune``)."""
+    """Removes the graph records of ``cache`` whose module key ``keep``
+    rejects (every record when ``keep`` is None), and those that do not
+    read; returns how many went (``opweave cache clear`` and ``prune``).
+    Records of an older opweave (kept as records, not entries) all go."""
     removed = 0
-    for name in cache.record_names(_KIND):
+    for entry in cache.list():
+        if entry.kind != _KIND:
+            continue
         if keep is not None:
-            record = read((cache, name))
+            record = read((cache, entry.key))
             if record is not None and keep(record.module_key):
                 continue
-        removed += cache.remove_record(_KIND, name)
+        removed += cache.evict(entry.key)
+    for name in cache.record_names(_LEGACY_KIND):
+        removed += cache.remove_record(_LEGACY_KIND, name)
     return removed

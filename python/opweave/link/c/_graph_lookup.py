@@ -78,11 +78,13 @@ def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
         if found_dependencies is None:
             return graph
         dependencies = found_dependencies
-        if place is not None:
-            _graph_index.write(place, graph, module.key, memo.constants, dependencies)
         seconds = dict(graph.seconds or {})
         seconds["dependencies"] = time.perf_counter() - collecting
         graph = graph._replace(seconds=seconds)
+        if place is not None:  # a hit saves asking the ops, laying out, collecting
+            saved = sum(seconds.get(k, 0.0) for k in ("hooks", "assembly", "dependencies"))
+            label = linker.label()
+            _graph_index.write(place, graph, module.key, memo.constants, dependencies, saved, label)
     _graph_memo.remember(memo.key, graph, module, dependencies)
     return graph
 

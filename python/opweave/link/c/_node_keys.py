@@ -40,6 +40,7 @@ from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 __all__ = [
     "MISSING",
     "NodeCode",
+    "SourceFiles",
     "constant_signature",
     "export_parts",
     "job_signature",
@@ -91,10 +92,34 @@ def memo_snapshot() -> Any:
     return (config.snapshot(), *(provider() for provider in _snapshots))
 
 
+class SourceFiles(tuple):
+    """The C files an ExternalCOp reads, each as (path, size, modification
+    time, inode): equal while no file is edited or replaced, so a process's
+    memos are never served an edited file. A graph record's name holds
+    their content instead (:meth:`contents`), which does not depend on
+    where they are or when they were written."""
+
+    __slots__ = ()
+
+    def contents(self) -> tuple[tuple[str, str], ...]:
+        """Each file's name and the SHA-256 of its content ("" when it
+        cannot be read: then the record's dependency list, which holds the
+        file too, does not hold either)."""
+        found = []
+        for path, *_ in self:
+            try:
+                with open(path, "rb") as file:
+                    digest = _core.sha256_hex(file.read())
+            except OSError:
+                digest = ""
+            found.append((os.path.basename(path), digest))
+        return tuple(found)
+
+
 def _files_signature(op: Any) -> Any:
-    """The C files an ExternalCOp reads (``func_files``), by path, size and
-    modification time, so that an edited file is never served from a memo;
-    ``()`` for other ops; MISSING when one cannot be read."""
+    """The C files an ExternalCOp reads (``func_files``) as SourceFiles,
+    so that an edited file is never served from a memo; ``()`` for other
+    ops; MISSING when one cannot be read."""
     files = getattr(op, "func_files", None)
     if not files:
         return ()
@@ -105,7 +130,7 @@ def _files_signature(op: Any) -> Any:
         except (OSError, TypeError, ValueError):
             return MISSING
         found.append((str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino))
-    return tuple(found)
+    return SourceFiles(found)
 
 
 def single_node_graph(node: Apply, given: Collection[int] = ()) -> tuple[FunctionGraph, list[int]]:

@@ -50,7 +50,7 @@ from opweave.configparser import config
 from opweave.errors import CacheError
 from opweave.link.c import _entry_pack, _resp
 
-__all__ = ["RedisStorage", "remote_name", "shown_url", "storage"]
+__all__ = ["RedisStorage", "fetch_entry", "remote_name", "shown_url", "storage", "store_entry"]
 
 _log = logging.getLogger("opweave")
 
@@ -242,3 +242,31 @@ def storage() -> RedisStorage | None:
 @functools.cache
 def _redis_storage() -> RedisStorage:
     return RedisStorage()  # stateless: the client and secrets follow the config
+
+
+def fetch_entry(cache: _core.ModuleCache, key: str, what: str) -> bool:
+    """Adopts into ``cache`` the remote tier's entry of ``key`` (``what``:
+    a graph record, or the module a graph record names; the modules of a
+    build come through ``build_module``), once its signature holds and
+    ``ModuleCache.adopt`` verifies it; whether it did (one INFO line). A
+    refusal is one WARNING, never an error."""
+    remote = storage()
+    pack = None if remote is None else remote.get(key)
+    if pack is None:
+        return False
+    try:
+        cache.adopt(key, pack)
+    except (CacheError, ValueError) as error:
+        _log.warning("refused the remote cache's entry %s: %s", key[:16], _scrub(str(error)))
+        return False
+    _log.info("fetched %s %s from the remote cache", what, key[:12])
+    return True
+
+
+def store_entry(cache: _core.ModuleCache, key: str) -> None:
+    """Puts the entry of ``key`` of ``cache`` in the remote tier (signed,
+    see :meth:`RedisStorage.put`); nothing when none is configured."""
+    remote = storage()
+    pack = None if remote is None else cache.export_entry(key)
+    if remote is not None and pack is not None:
+        remote.put(key, pack)

@@ -5,19 +5,22 @@ memo key, so that another process finds it without asking any op for code.
 An op's code is a function of its class and its props (PyTensor's contract);
 so the text of a key names:
 
-- a class by module and qualified name, the size and modification time of
-  the source file of each class in its MRO, and the code of their methods
-  (an edited or patched op is another op);
+- a class by module and qualified name, the content of the source file
+  of each class in its MRO, and the code of their methods (an edited or
+  patched op is another op);
 - an object with ``__props__`` (ops, types) by its class and its props; any
   other object by its class and all its attributes;
 - an inner graph (a Composite's) node by node, a constant by its data;
+- the configuration by the options that can change code (not where caches
+  live: :meth:`opweave.configparser.Snapshot.code_options`), the C files
+  of an ExternalCOp by their content (:class:`._node_keys.SourceFiles`);
 - numbers, strings, tuples, slices, mappings, NumPy dtypes, arrays and
   ufuncs by value, a module-level function by name.
 
 Anything else has no stable text (:class:`Unstable`): an object without
 attributes, a class or function defined inside a function (two of them can
-share a name), a class whose file changed after this process started (the
-code running is not the file's), a variable outside an inner graph. A graph
+share a name), a class whose file changed after its module was imported
+(the code running is not the file's), a variable outside an inner graph. A graph
 with such a part is not indexed, so it is compiled in every process, as
 before; it is never filed under a text that says too little.
 """
@@ -26,20 +29,19 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import os
 import sys
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from opweave.configparser import Snapshot
 from opweave.graph.basic import is_constant
+from opweave.link.c._dep_modules import file_records
+from opweave.link.c._node_keys import SourceFiles
 
 __all__ = ["Unstable", "stable_text", "stable_texts"]
 
-# Files edited after this moment may not be the code this process runs.
-_STARTED_NS = time.time_ns()
 _MAX_DEPTH = 64
 _ARRAY_BYTES = 1 << 16
 _class_texts: dict[type, str] = {}
@@ -101,7 +103,10 @@ class _Renderer:
         if isinstance(value, tuple):
             found = self.seen.get(id(value))
             if found is None or found[0] is not value:
-                found = self.seen[id(value)] = (value, self.sequence(value))
+                items = value.code_options() if isinstance(value, Snapshot) else value
+                if isinstance(value, SourceFiles):
+                    items = value.contents()
+                found = self.seen[id(value)] = (value, self.sequence(items))
             return found[1]
         if isinstance(value, list):
             return self.sequence(value)
@@ -277,9 +282,10 @@ def _constant_text(constant: Any) -> str:
 
 
 def _file_text(module_name: str) -> str:
-    """The size and modification time of a module's source file ("" for a
-    built-in module), as first seen by this process; Unstable for a module
-    without one, or one edited after this process started."""
+    """The SHA-256 of a module's source file ("" for a built-in module), as
+    it was when the module was imported; Unstable for a module without one,
+    or one edited since it was imported (the code running is not the
+    file's)."""
     found = _file_texts.get(module_name)
     if found is None:
         found = _file_texts[module_name] = _read_file_text(module_name)
@@ -293,10 +299,7 @@ def _read_file_text(module_name: str) -> str:
     path = getattr(module, "__file__", None)
     if module is None or not path:
         raise Unstable(f"module {module_name} has no source file")
-    try:
-        stat = os.stat(path)
-    except OSError as error:
-        raise Unstable(f"cannot read {path}: {error}") from None
-    if stat.st_mtime_ns > _STARTED_NS:
-        raise Unstable(f"{path} changed after this process started")
-    return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+    record = file_records([(module_name, path)]).get(path)
+    if record is None or not record[4]:
+        raise Unstable(f"{path} cannot be read, or changed after it was imported")
+    return record[4]

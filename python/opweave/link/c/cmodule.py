@@ -60,6 +60,7 @@ __all__ = [
     "numpy_abi_key",
     "prelude_request",
     "python_abi_key",
+    "report_events",
     "still_current",
     "wait_for_prelude_builds",
     "writable_cache_root",
@@ -204,7 +205,7 @@ def _build(
 
 
 def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
-    _report_events(built.events)
+    report_events(built.events)
     if built.outcome == "built":
         reused = sum(unit.outcome == "hit" for unit in built.units)
         log.info(
@@ -216,7 +217,7 @@ def _report(built: _core.BuiltModule, request: _core.ModuleRequest) -> None:
         )
 
 
-def _report_events(events: Sequence[Any]) -> None:
+def report_events(events: Sequence[Any]) -> None:
     """Logs what the cache did besides building (CacheEvent)."""
     for event in events:
         if event.kind == "stale":
@@ -270,7 +271,7 @@ def load_entry(key: str, name: str) -> CompiledModule | None:
     module = import_entry(cache, entry, name)
     if module is None:
         return None
-    cache.note_hit()
+    cache.note_hit(entry.compile_seconds)  # the compile it saved
     library = Path(entry.file_ending(".so"))
     seconds = {"lookup": loading - start, "compile": 0.0, "load": time.perf_counter() - loading}
     source = Path(entry.dir) / "module.cpp"
@@ -284,7 +285,7 @@ def lookup(cache: _core.ModuleCache, key: str) -> Any:
     try:
         return verified(lambda k: cache.lookup(k, events=events), key)
     finally:
-        _report_events(events)
+        report_events(events)
 
 
 def verified(find: Any, key: str) -> Any:

@@ -96,7 +96,9 @@ def test_the_configured_size_limit_evicts_the_least_recently_used(isolated_cache
 
     with opweave.config.change_flags(cmodule__precompiled_header=False):
         first = chain(1)
-        size = sum(p.stat().st_size for p in Path(first.library).parent.iterdir())
+        # A graph's module and its graph record (an entry too).
+        size = sum(p.stat().st_size for p in isolated_cache.glob("v2/entries/*/*/*"))
+        assert size > sum(p.stat().st_size for p in Path(first.library).parent.iterdir())
         with opweave.config.change_flags(cache__max_size=str(int(size * 2.5))):
             libraries = [first.library] + [chain(n).library for n in (2, 3, 4)]
             kept = {str(p) for p in isolated_cache.glob("v2/entries/*/*/module-*.so")}
@@ -111,9 +113,12 @@ def test_sizes_in_the_configuration() -> None:
     assert opweave.configparser.OpweaveConfig("cache__max_size=1.5MiB").cache__max_size == int(
         1.5 * 1024**2
     )
-    assert opweave.configparser.OpweaveConfig("").cache__max_size is None
+    assert opweave.configparser.OpweaveConfig("").cache__max_size == 5 * 1024**3  # the default
+    for none in ("none", "0", ""):
+        assert opweave.configparser.OpweaveConfig(f"cache__max_size={none}").cache__max_size is None
     with pytest.warns(UserWarning, match="cache__max_size: not a size"):
-        assert opweave.configparser.OpweaveConfig("cache__max_size=lots").cache__max_size is None
+        found = opweave.configparser.OpweaveConfig("cache__max_size=lots").cache__max_size
+    assert found == 5 * 1024**3
 
 
 def test_an_entry_records_the_text_of_its_key_and_cmodule_key_names_it() -> None:

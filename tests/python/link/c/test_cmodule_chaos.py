@@ -137,7 +137,10 @@ def wait_until_compiling(cache: Path, pid: int) -> None:
 
 
 def keys(cache: Path) -> set[str]:
-    return {e.key for e in _core.ModuleCache(str(cache)).list()}
+    """The keys of the cache's modules, units and preludes (graph records are
+    named by the graphs' memo keys, which name variables as each process
+    numbered them: a process of each worker's makes records of its own)."""
+    return {e.key for e in _core.ModuleCache(str(cache)).list() if e.kind != "graph"}
 
 
 def run_all_graphs(root: Path, mode: str) -> dict:
@@ -196,7 +199,7 @@ def test_chaos(tmp_path: Path) -> None:
     assert keys(cache) == keys(reference)
     report = _core.ModuleCache(str(cache)).verify()
     assert report.problems == [] and report.stale == []
-    assert report.entries_checked == len(keys(reference))
+    assert report.entries_checked == len(_core.ModuleCache(str(cache)).list())
 
 
 # Damage to the entries of multi-node graphs, one entry at a time, with a

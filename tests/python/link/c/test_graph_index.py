@@ -1,7 +1,7 @@
 """The graph index (link/c/_graph_index.py): a hit in a fresh process asks no
 op for anything, and is never served stale, damaged or planted. Its records
-are the core's (ModuleCache.read_record): the tests damage them as an
-attacker or a crash would, on disk."""
+are entries of the core's cache (kind "graph", ModuleCache.read_entry_file):
+the tests damage them as an attacker or a crash would, on disk."""
 
 from __future__ import annotations
 
@@ -112,19 +112,21 @@ def _succeeded(command: list[str], env: dict[str, str]) -> str:
 
 
 def _records(project: Path) -> list[Path]:
-    records = project / "cache" / "v2" / "records" / "graphs"
-    return sorted(p for p in records.glob("*/*") if p.is_file() and not p.name.startswith("."))
+    """The graph.json file of each graph record entry of the project's cache."""
+    entries = project / "cache" / "v2" / "entries"
+    return sorted(p for p in entries.glob("*/*/graph.json") if p.is_file())
 
 
 def _fields(record: Path) -> dict[str, object]:
-    """The JSON fields of a record file (after its seal's line)."""
-    return json.loads(record.read_bytes().split(b"\n", 1)[1])
+    """The JSON fields of a record file."""
+    return json.loads(record.read_bytes())
 
 
 def _rewrite(project: Path, record: Path, fields: dict[str, object]) -> None:
-    """Writes ``fields`` as the record, sealed as the core seals it."""
+    """Publishes ``fields`` as the record, sealed as the core seals entries."""
     cache = _core.ModuleCache(str(project / "cache"))
-    assert cache.write_record("graphs", record.name, json.dumps(fields).encode())
+    data = json.dumps(fields).encode()
+    cache.replace(record.parent.name, {"graph.json": data}, {"kind": "graph"})
 
 
 def test_a_fresh_process_hit_asks_no_op_for_anything(project: Path) -> None:
@@ -209,13 +211,57 @@ def test_prune_removes_the_records_of_pruned_modules_and_clear_all(project: Path
     out = _cache_cli(project, "prune", "--max-size", "10G")
     assert "removed 0 entries" in out and ", and 0 graph records" in out
     assert _records(project) == [record]  # its module is still cached
-    out = _cache_cli(project, "prune", "--max-size", "0")  # its module goes
+    cache = _core.ModuleCache(str(project / "cache"))
+    assert cache.evict(str(_fields(record)["module_key"]))  # its module goes
+    out = _cache_cli(project, "prune", "--max-size", "10G")
     assert ", and 1 graph records" in out and _records(project) == []
     _run(project)
-    out = _cache_cli(project, "clear")
-    assert ", and 1 graph records" in out and _records(project) == []
+    assert len(_records(project)) == 1
+    out = _cache_cli(project, "prune", "--max-size", "0")  # every entry goes, records too
+    assert _records(project) == []
+    _run(project)
+    _cache_cli(project, "clear")
+    assert _records(project) == []
     found, hooks = _run(project)  # compiled again, and recorded again
     assert found == {"value": [19.0, 25.0], "outcome": "built"} and "c_code" in hooks
+    assert len(_records(project)) == 1
+
+
+def _cli_json(project: Path, *args: str) -> dict:
+    env = dict(os.environ, OPWEAVE_FLAGS=f"compiledir={project / 'cache'}")
+    done = subprocess.run(
+        [sys.executable, "-m", "opweave", "cache", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return json.loads(done.stdout)
+
+
+def test_opweave_cache_lists_counts_and_verifies_graph_records(project: Path) -> None:
+    _run(project)
+    (record,) = _records(project)
+    listed = {e["key"]: e["kind"] for e in _cli_json(project, "list")}
+    assert listed[record.parent.name] == "graph"
+    saved = float(_fields(record)["saved_seconds"])  # type: ignore[arg-type]
+    assert saved > 0
+    before = _cli_json(project, "info")
+    found, hooks = _run(project)
+    assert (found["outcome"], hooks) == ("hit", [])
+    after = _cli_json(project, "info")
+    assert after["kinds"]["graph"] == 1
+    assert after["hits"] - before["hits"] == 2  # the record, then its module
+    # The record's seconds and the module's compile seconds.
+    assert after["saved_seconds"] - before["saved_seconds"] > saved
+    record.write_bytes(record.read_bytes().replace(b'"module_key"', b'"module_kez"'))
+    report = _cli_json(project, "verify")
+    assert [p["path"] for p in report["problems"]] == [str(record.parent)]
+    report = _cli_json(project, "verify", "--repair")
+    assert report["problems"][0]["repaired"] and _records(project) == []
+    found, hooks = _run(project)  # compiled again, and recorded again
+    assert found["value"] == [19.0, 25.0] and "c_code" in hooks
     assert len(_records(project)) == 1
 
 
