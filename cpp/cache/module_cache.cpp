@@ -553,7 +553,6 @@ CacheResult ModuleCache::replace(std::string_view key, const BuildFn& build,
     refuse_if_read_only("replace an entry in");
     CacheResult result;
     CacheCounters counts;
-    counts.misses = 1;
     const cache::Places places = cache::open_places(m_root, &result.events, m_impl->ancestors);
     const util::Dir shard = cache::require_layout_dir(places.entries, cache::shard_name(key),
                                                       &result.events);
@@ -566,6 +565,9 @@ CacheResult ModuleCache::replace(std::string_view key, const BuildFn& build,
             check.state == EntryState::valid ? EntryState::stale : check.state;
         publish_build(places, shard, key, found, build, result, counts);
     }
+    // Nothing was compiled: neither a miss nor a build in the counters.
+    counts.builds = 0;
+    counts.compile_seconds = 0.0;
     cache::index_exports(places.version, key, result.entry.exports, cache::Overwrite::yes);
     after_build(key, result, counts);
     return result;

@@ -327,7 +327,8 @@ public:
     // read-only caches are not asked): for an entry whose content the caller
     // found no longer right for it, e.g. a graph record whose dependencies
     // changed. Under the key's lock, as get_or_build builds; then enforces
-    // max_total_bytes. Throws as get_or_build does.
+    // max_total_bytes. Counted neither as a miss nor as a build (nothing is
+    // compiled). Throws as get_or_build does.
     CacheResult replace(std::string_view key, const BuildFn& build,
                         BuildMonitor* monitor = nullptr);
 

@@ -231,10 +231,12 @@ class Dependencies:
     def to_json(self) -> dict[str, Any]:
         """The list as JSON values (for a graph record)."""
         return {
-            "files": [[portable(p), s, m, c, _file_digest(p, h)] for p, s, m, c, h in self.files],
-            "data": sorted(portable(f[0]) for f in self.data),
-            "dirs": [[portable(p), d] for p, d in self.dirs],
-            "modules": [[n, portable(f)] for n, f in self.modules],
+            "files": [
+                [portable(p), s, m, c, _file_digest(p, h), p] for p, s, m, c, h in self.files
+            ],
+            "data": sorted(f[0] for f in self.data),
+            "dirs": [[portable(p), d, p] for p, d in self.dirs],
+            "modules": [[n, portable(f), f] for n, f in self.modules],
             "env": [list(e) for e in self.env],
             "namespaces": [[s.kind, s.name, list(s.names), s.digest] for s in self.namespaces()],
         }
@@ -244,7 +246,8 @@ class Dependencies:
         """The list of :meth:`to_json`; ValueError, TypeError or KeyError
         when ``found`` is not one."""
         files = [
-            (located(str(p)), int(s), int(m), int(c), str(h)) for p, s, m, c, h in found["files"]
+            (located(str(p), str(a)), int(s), int(m), int(c), str(h))
+            for p, s, m, c, h, a in found["files"]
         ]
         env = [(str(k), None if v is None else str(v)) for k, v in found["env"]]
         spaces = [
@@ -253,10 +256,10 @@ class Dependencies:
         ]
         if any(s.kind not in ("module", "class") for s in spaces):
             raise ValueError("a namespace of an unknown kind")
-        modules = [(str(n), located(str(f))) for n, f in found["modules"]]
-        dirs = [(located(str(p)), str(d)) for p, d in found["dirs"]]
-        data_paths = {located(str(p)) for p in found["data"]}
-        data = [f for f in files if f[0] in data_paths]
+        modules = [(str(n), located(str(f), str(a))) for n, f, a in found["modules"]]
+        dirs = [(located(str(p), str(a)), str(d)) for p, d, a in found["dirs"]]
+        data_paths = {str(p) for p in found["data"]}  # where they were: matched below
+        data = [f for f, (*_, a) in zip(files, found["files"], strict=True) if a in data_paths]
         return cls(files, data, modules, env, spaces, True, dirs)
 
 

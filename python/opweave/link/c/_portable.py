@@ -4,10 +4,12 @@
 A file below an entry of ``sys.path`` (an import root: site-packages, a
 source tree on the path, the standard library) is named relative to it,
 ``@/numpy/core/__init__.py``, and found again as the import system would
-find it: below the first root of this process's ``sys.path`` that holds it.
-Any other file keeps its absolute path. So a record made in a virtual
-environment at one path is checked against the same files of another at
-another path, by their content.
+find it: below the first root of this process's ``sys.path`` that holds it,
+else at the absolute path it had (a root that code adds to ``sys.path``
+when it runs, such as a package's vendored directory, is not there yet when
+a fresh process checks a record). Any other file keeps its absolute path.
+So a record made in a virtual environment at one path is checked against
+the same files of another at another path, by their content.
 
 A distribution's ``RECORD`` lists the hashes of what it installed, and
 some of that depends on where: console scripts (their ``#!`` line names
@@ -45,21 +47,23 @@ def portable(path: str) -> str:
     return _MARK + path[len(max(below, key=len)) :]
 
 
-def located(path: str) -> str:
+def located(path: str, where: str) -> str:
     """The file a :func:`portable` path names here: below the first import
-    root that holds it (the first root when none does: then it is missing,
-    as it should be); an absolute path as it is."""
+    root that holds it, else ``where`` (the absolute path it had where the
+    record was made); an absolute path as it is. ValueError for a path that
+    is neither."""
     if not path.startswith(_MARK):
+        if not path.startswith("/"):
+            raise ValueError(f"not a portable path: {path!r}")
         return path
     relative = path[len(_MARK) :]
     if relative.startswith("/") or ".." in relative.split("/"):
         raise ValueError(f"not a portable path: {path!r}")
-    roots = _roots()
-    for root in roots:
+    for root in _roots():
         candidate = root + relative
         if os.path.lexists(candidate):
             return candidate
-    return (roots[0] if roots else "/") + relative
+    return where
 
 
 def is_dist_record(path: str) -> bool:
