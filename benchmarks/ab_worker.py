@@ -79,7 +79,13 @@ def main() -> None:
         opweave.config.compiledir = str(cache / f"cold-{os.getpid()}-{time.time_ns()}")
     if figure.startswith("hooks") and not prepare:
         for index in (cache / "v2" / "records" / "graphs", cache / "graphs"):
-            shutil.rmtree(index, ignore_errors=True)  # either layout's graph index
+            shutil.rmtree(index, ignore_errors=True)  # older layouts' graph index
+        from opweave import _core
+
+        store = _core.ModuleCache(str(cache))
+        for entry in store.list():
+            if entry.kind == "graph":  # graph records as entries of the cache
+                store.evict(entry.key)
 
     def compile_() -> Any:
         return api.function(inputs, outputs, mode=mode)

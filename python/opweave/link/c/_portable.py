@@ -32,26 +32,35 @@ _MARK = "@/"
 _HOW_INSTALLED = ("/RECORD", "/direct_url.json", "/INSTALLER", "/REQUESTED")
 
 
-def _roots() -> list[str]:
+_roots_memo: dict[tuple[str, ...], tuple[tuple[str, ...], frozenset[str]]] = {}
+
+
+def _roots() -> tuple[tuple[str, ...], frozenset[str]]:
     """This process's import roots, in ``sys.path`` order, each with a final
-    separator."""
-    return list(dict.fromkeys(os.path.join(os.path.abspath(p or "."), "") for p in sys.path))
+    separator, and as a set; kept per ``sys.path``."""
+    key = tuple(sys.path)
+    found = _roots_memo.get(key)
+    if found is None:
+        roots = tuple(dict.fromkeys(os.path.join(os.path.abspath(p or "."), "") for p in key))
+        found = _roots_memo[key] = (roots, frozenset(roots))
+    return found
 
 
 def portable(path: str) -> str:
     """``path`` relative to the longest import root it lies below (marked
     ``@/``), else as it is."""
-    below = [root for root in _roots() if path.startswith(root)]
+    below = [root for root in _roots()[0] if path.startswith(root)]
     if not below:
         return path
     return _MARK + path[len(max(below, key=len)) :]
 
 
 def located(path: str, where: str) -> str:
-    """The file a :func:`portable` path names here: below the first import
-    root that holds it, else ``where`` (the absolute path it had where the
-    record was made); an absolute path as it is. ValueError for a path that
-    is neither."""
+    """The file a :func:`portable` path names here: ``where`` (the absolute
+    path it had where the record was made) when that lies below an import
+    root here (as it does on the machine that made it), else below the first
+    import root that holds it, else ``where``; an absolute path as it is.
+    ValueError for a path that is neither."""
     if not path.startswith(_MARK):
         if not path.startswith("/"):
             raise ValueError(f"not a portable path: {path!r}")
@@ -59,7 +68,10 @@ def located(path: str, where: str) -> str:
     relative = path[len(_MARK) :]
     if relative.startswith("/") or ".." in relative.split("/"):
         raise ValueError(f"not a portable path: {path!r}")
-    for root in _roots():
+    roots, known = _roots()
+    if where.endswith(relative) and where[: len(where) - len(relative)] in known:
+        return where  # where it was, below a root here (its check stats it)
+    for root in roots:
         candidate = root + relative
         if os.path.lexists(candidate):
             return candidate

@@ -5,9 +5,10 @@ memo key, so that another process finds it without asking any op for code.
 An op's code is a function of its class and its props (PyTensor's contract);
 so the text of a key names:
 
-- a class by module and qualified name, the content of the source file
-  of each class in its MRO, and the code of their methods (an edited or
-  patched op is another op);
+- a class by module and qualified name, the modules of the classes in its
+  MRO, and the code of the methods that are not their file's (a hook
+  patched at run time is another op; an edited file is found by the
+  record's dependency list, which holds every class's file by content);
 - an object with ``__props__`` (ops, types) by its class and its props; any
   other object by its class and all its attributes;
 - an inner graph (a Composite's) node by node, a constant by its data;
@@ -19,8 +20,8 @@ so the text of a key names:
 
 Anything else has no stable text (:class:`Unstable`): an object without
 attributes, a class or function defined inside a function (two of them can
-share a name), a class whose file changed after its module was imported
-(the code running is not the file's), a variable outside an inner graph. A graph
+share a name), a class of a module without a source file, a variable
+outside an inner graph. A graph
 with such a part is not indexed, so it is compiled in every process, as
 before; it is never filed under a text that says too little.
 """
@@ -37,7 +38,6 @@ import numpy as np
 
 from opweave.configparser import Snapshot
 from opweave.graph.basic import is_constant
-from opweave.link.c._dep_modules import file_records
 from opweave.link.c._node_keys import SourceFiles
 
 __all__ = ["Unstable", "stable_text", "stable_texts"]
@@ -49,7 +49,7 @@ _method_digests: dict[type, str] = {}
 _props_texts: dict[int, tuple[Any, str]] = {}  # id -> (object, its text); oldest first
 _PROPS_MEMO_SIZE = 4096
 _value_texts: dict[Any, str] = {}  # see stable_texts
-_file_texts: dict[str, str] = {}  # module name -> its source file's text, at first sight
+_module_texts: dict[str, str] = {}  # module name -> its text (see _module_text)
 
 
 class Unstable(Exception):
@@ -143,7 +143,7 @@ class _Renderer:
         if callable(getattr(value, "toposort", None)) and hasattr(value, "outputs"):
             return self.graph_text(value)
         if _is_function(value):
-            return f"fn:{_code_name(value)}@{_file_text(value.__module__)};"
+            return f"fn:{_code_name(value)}@{_module_text(value.__module__)};"
         props = getattr(type(value), "__props__", None)
         if isinstance(props, tuple):
             return _props_text(self, value, props)
@@ -226,7 +226,7 @@ def _code_name(value: Any) -> str:
 def _class_text(cls: type) -> str:
     found = _class_texts.get(cls)
     if found is None:
-        files = sorted({_file_text(c.__module__) for c in cls.__mro__ if c is not object})
+        files = sorted({_module_text(c.__module__) for c in cls.__mro__ if c is not object})
         methods = [_methods_digest(c) for c in cls.__mro__]
         digest = hashlib.sha256("\n".join([*files, *methods]).encode()).hexdigest()[:16]
         found = _class_texts[cls] = f"<{_code_name(cls)}@{digest}>"
@@ -281,25 +281,16 @@ def _constant_text(constant: Any) -> str:
     return repr(constant)
 
 
-def _file_text(module_name: str) -> str:
-    """The SHA-256 of a module's source file ("" for a built-in module), as
-    it was when the module was imported; Unstable for a module without one,
-    or one edited since it was imported (the code running is not the
-    file's)."""
-    found = _file_texts.get(module_name)
+def _module_text(module_name: str) -> str:
+    """The module's name; Unstable for a module without a source file (its
+    code cannot be checked in another process). What the file holds is not
+    part of the text: a graph record's dependency list holds every file of
+    the classes and the code that ran, by content, and a record whose file
+    changed is not used (and is replaced)."""
+    found = _module_texts.get(module_name)
     if found is None:
-        found = _file_texts[module_name] = _read_file_text(module_name)
+        module = sys.modules.get(module_name)
+        if module_name != "builtins" and (module is None or not getattr(module, "__file__", None)):
+            raise Unstable(f"module {module_name} has no source file")
+        found = _module_texts[module_name] = module_name
     return found
-
-
-def _read_file_text(module_name: str) -> str:
-    if module_name == "builtins":
-        return ""
-    module = sys.modules.get(module_name)
-    path = getattr(module, "__file__", None)
-    if module is None or not path:
-        raise Unstable(f"module {module_name} has no source file")
-    record = file_records([(module_name, path)]).get(path)
-    if record is None or not record[4]:
-        raise Unstable(f"{path} cannot be read, or changed after it was imported")
-    return record[4]
