@@ -1,6 +1,6 @@
-// opweave core: ModuleCache lookups and builds (see
-// include/opweave/module_cache.hpp; listing, verifying and cleaning up live
-// in cache_maintenance.cpp).
+// opweave core: ModuleCache builds (see include/opweave/module_cache.hpp;
+// lookups live in entry_lookup.cpp, listing, verifying and cleaning up in
+// cache_maintenance.cpp).
 //
 // Concurrency rules, by operation:
 //  - lookup: no lock. Publishing, replacing and deleting are renames, so a
@@ -54,7 +54,6 @@ using cache::KeyLock;
 using cache::move_to_quarantine;
 using cache::settle_locked;
 
-constexpr double k_last_used_refresh_seconds = 60.0;
 constexpr const char* k_cachedir_tag =
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by opweave.\n"
@@ -69,12 +68,6 @@ std::filesystem::path resolve_root(const CacheOptions& options) {
     std::error_code error;
     std::filesystem::path real = std::filesystem::canonical(root, error);
     return error ? root : real;
-}
-
-void touch_if_due(const util::Dir& shard, const Entry& entry) {
-    if (util::now_seconds() - entry.last_used > k_last_used_refresh_seconds) {
-        shard.touch(entry.key);  // best effort: a read-only cache still serves
-    }
 }
 
 }  // namespace
@@ -104,6 +97,13 @@ Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* e
 }
 
 std::string shard_name(std::string_view key) { return std::string(key.substr(0, 2)); }
+
+void touch_if_due(const util::Dir& shard, const Entry& entry) {
+    constexpr double k_last_used_refresh_seconds = 60.0;
+    if (util::now_seconds() - entry.last_used > k_last_used_refresh_seconds) {
+        shard.touch(entry.key);  // best effort: a read-only cache still serves
+    }
+}
 
 std::string unique_name(std::string_view key) {
     return std::string(key) + "." + std::to_string(::getpid()) + "." + util::random_suffix();
@@ -195,57 +195,6 @@ void ModuleCache::refuse_if_read_only(const char* what) const {
         throw CacheError("the cache " + m_root.string() + " is read-only: cannot " + what + " it",
                          m_root);
     }
-}
-
-namespace {
-
-// `name` in `parent`, when it is a directory that `owner` or this user owns
-// and nobody else can write; what is wrong with it goes to `events`.
-std::optional<util::Dir> open_read_only(const util::Dir& parent, const std::string& name,
-                                        const util::Owners& owners,
-                                        std::vector<CacheEvent>* events) {
-    const std::optional<struct stat> st = parent.stat(name);
-    if (!st) {
-        return std::nullopt;
-    }
-    const util::Trust trust = util::check_trust(*st, true, owners);
-    if (trust != util::Trust::ok) {
-        if (events != nullptr) {
-            events->push_back({CacheEvent::Kind::unusable, parent.path_of(name),
-                               util::describe_trust(trust, *st)});
-        }
-        return std::nullopt;
-    }
-    return parent.open_dir(name);
-}
-
-}  // namespace
-
-std::optional<Entry> ModuleCache::lookup_read_only(std::string_view key,
-                                                   std::vector<CacheEvent>* events) const {
-    const util::Owners& owners = m_impl->owners;
-    std::string problem;
-    std::optional<util::Dir> dir = util::open_through_trusted(m_root, owners, problem);
-    if (!dir && !problem.empty() && events != nullptr) {
-        events->push_back({CacheEvent::Kind::unusable, m_root, problem});
-    }
-    for (const std::string& name :
-         {cache::version_dir_name(), std::string(cache::k_entries_dir), cache::shard_name(key)}) {
-        dir = dir ? open_read_only(*dir, name, owners, events) : std::nullopt;
-    }
-    if (!dir) {
-        return std::nullopt;
-    }
-    EntryCheck check = cache::check_entry(*dir, key, cache::Memo::use, owners);
-    if (check.state == EntryState::valid) {
-        return std::move(check.entry);
-    }
-    if (check.state != EntryState::missing && events != nullptr) {
-        events->push_back({check.state == EntryState::stale ? CacheEvent::Kind::stale
-                                                            : CacheEvent::Kind::unusable,
-                           dir->path_of(key), check.problem});
-    }
-    return std::nullopt;
 }
 
 ModuleCache::~ModuleCache() {
@@ -394,68 +343,6 @@ void publish_build(const cache::Places& places, const util::Dir& shard, std::str
 }
 }  // namespace
 
-std::optional<Entry> ModuleCache::lookup(std::string_view key, std::vector<CacheEvent>* events,
-                                         BuildMonitor* monitor, Blocking wait) {
-    check_key(key);
-    if (m_options.read_only) {
-        return lookup_read_only(key, events);
-    }
-    for (const std::unique_ptr<ModuleCache>& layer : m_impl->layers) {
-        if (std::optional<Entry> shared = layer->lookup_read_only(key, events)) {
-            return shared;
-        }
-    }
-    return lookup_here(key, events, monitor, wait);
-}
-
-std::optional<Entry> ModuleCache::lookup_layers_last(std::string_view key,
-                                                     std::vector<CacheEvent>* events) {
-    check_key(key);
-    if (m_options.read_only) {
-        return lookup_read_only(key, events);
-    }
-    if (std::optional<Entry> own = lookup_here(key, events, nullptr, Blocking::yes)) {
-        return own;
-    }
-    for (const std::unique_ptr<ModuleCache>& layer : m_impl->layers) {
-        if (std::optional<Entry> shared = layer->lookup_read_only(key, events)) {
-            return shared;
-        }
-    }
-    return std::nullopt;
-}
-
-std::optional<Entry> ModuleCache::lookup_here(std::string_view key,
-                                              std::vector<CacheEvent>* events,
-                                              BuildMonitor* monitor, Blocking wait) {
-    const cache::Places places = cache::open_places(m_root, events, m_impl->ancestors);
-    const auto shard =
-        cache::open_layout_dir(places.entries, cache::shard_name(key), cache::Create::no, events);
-    if (!shard) {
-        return std::nullopt;
-    }
-    EntryCheck check = cache::check_entry(*shard, key, cache::Memo::use);
-    if (check.state == EntryState::valid) {
-        touch_if_due(*shard, check.entry);
-        return std::move(check.entry);
-    }
-    if (check.state == EntryState::stale && events != nullptr) {
-        events->push_back({CacheEvent::Kind::stale, shard->path_of(key), check.problem});
-    }
-    if (check.state == EntryState::damaged || check.state == EntryState::foreign) {
-        const KeyLock lock(places.version, key, m_options.lock_timeout_seconds, monitor, wait,
-                           events);
-        if (!lock.held()) {
-            return std::nullopt;  // busy (being rebuilt): the caller does without
-        }
-        CacheCounters counts;
-        settle_locked(places.version, *shard, key,
-                      cache::check_entry(*shard, key, cache::Memo::use), events, counts);
-        m_impl->counters.add(counts);
-    }
-    return std::nullopt;
-}
-
 bool ModuleCache::quarantine(std::string_view key, std::string_view problem,
                              std::string_view holding, BuildMonitor* monitor) {
     check_key(key);
@@ -504,7 +391,7 @@ CacheResult ModuleCache::get_or_build(std::string_view key, const BuildFn& build
                                                       &result.events);
     EntryCheck check = cache::check_entry(shard, key, cache::Memo::use);
     if (check.state == EntryState::valid) {
-        touch_if_due(shard, check.entry);
+        cache::touch_if_due(shard, check.entry);
         // An index file removed since (by find_export, or by the eviction of
         // another entry that exported the node) is written again.
         cache::index_exports(places.version, key, check.entry.exports, cache::Overwrite::no);

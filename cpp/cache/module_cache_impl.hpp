@@ -60,6 +60,10 @@ Places open_places(const std::filesystem::path& root, std::vector<CacheEvent>* e
 // "ab" for key "ab12...".
 std::string shard_name(std::string_view key);
 
+// Refreshes the last-use time of a verified entry (its directory's mtime)
+// at most once a minute; best effort.
+void touch_if_due(const util::Dir& shard, const Entry& entry);
+
 // A directory below the root that can be walked: ours, not a symlink, not
 // writable by others. Nothing otherwise.
 std::optional<util::Dir> open_trusted(const util::Dir& parent, std::string_view name);

@@ -484,6 +484,9 @@ private:
     // layer's).
     std::optional<Entry> lookup_layers_last(std::string_view key,
                                             std::vector<CacheEvent>* events);
+    // The first valid entry of `key` among the read-only layers (shared_roots).
+    std::optional<Entry> lookup_in_layers(std::string_view key,
+                                          std::vector<CacheEvent>* events) const;
     std::optional<Entry> lookup_read_only(std::string_view key,
                                           std::vector<CacheEvent>* events) const;
     // find_export in this cache, without removing anything (read_only or

@@ -349,8 +349,12 @@ def _file_digest(path: str, sha256: str) -> str:
     """How a graph record holds a file's content: its SHA-256, or for a
     distribution's RECORD the digest of what does not depend on where it
     was installed (:func:`._portable.record_digest`)."""
-    if not sha256 or not is_dist_record(path):
-        return sha256
+    return _dist_digest(path) if sha256 and is_dist_record(path) else sha256
+
+
+def _dist_digest(path: str) -> str:
+    """The RECORD ``path``'s digest as a graph record holds it (kept per
+    version of the file); "" when it cannot be read (the record never holds)."""
     try:
         status = os.stat(path)
         key = (path, status.st_size, status.st_mtime_ns)
@@ -359,7 +363,7 @@ def _file_digest(path: str, sha256: str) -> str:
             with open(path, encoding="utf-8", errors="replace") as file:
                 found = _record_digests[key] = record_digest(file.read())
     except OSError:
-        return ""  # unreadable: the record never holds
+        return ""
     return _RECORD_MARK + found
 
 
@@ -373,7 +377,7 @@ def _dist_records_changed(records: Iterable[Any]) -> str:
             return f"{path} is gone"
         if (status.st_size, status.st_mtime_ns, status.st_ctime_ns) == (size, mtime, ctime):
             continue
-        if _file_digest(path, "-") != digest:
+        if _dist_digest(path) != digest:
             return f"the distribution of {path} changed"
     return ""
 

@@ -13,7 +13,7 @@ that each hit saved) by ``opweave cache``, carried by ``cache export`` and
 ``import`` and by the remote tier (signed as modules are), and served from
 the read-only layers. Its name is a hash of the stable text
 (:mod:`._stable_text`) of the graph's memo key (:func:`._graph_memo.graph_key`:
-ops and types by class, the content of their source files and props,
+ops and types by class and props, ExternalCOps' C files by content,
 constants by data, the wiring and the configuration that can change code,
 not where caches live), of the environment (compiler, Python, NumPy,
 machine flags) and of this format: nothing in it depends on where the cache

@@ -267,6 +267,8 @@ def store_entry(cache: _core.ModuleCache, key: str) -> None:
     """Puts the entry of ``key`` of ``cache`` in the remote tier (signed,
     see :meth:`RedisStorage.put`); nothing when none is configured."""
     remote = storage()
-    pack = None if remote is None else cache.export_entry(key)
-    if remote is not None and pack is not None:
+    if remote is None:
+        return
+    pack = cache.export_entry(key)
+    if pack is not None:
         remote.put(key, pack)
