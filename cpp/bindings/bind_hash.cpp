@@ -1,18 +1,59 @@
-// opweave._core: SHA-256 and the typed key hasher.
+// opweave._core: SHA-256, the typed key hasher, and Zstandard frames.
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.hpp"
 #include "opweave/hash.hpp"
+#include "util/zstd.hpp"
 
 namespace py = pybind11;
 
 namespace opweave::bindings {
+
+namespace {
+
+// transform(bytes of `data`), run without the GIL, as bytes or None.
+template <typename Transform>
+std::optional<py::bytes> bytes_without_gil(const py::bytes& data, Transform transform) {
+    const std::string_view bytes(data);
+    std::optional<std::string> result;
+    {
+        const py::gil_scoped_release unlocked;
+        result = transform(bytes);
+    }
+    if (!result) {
+        return std::nullopt;
+    }
+    return py::bytes(*result);
+}
+
+}  // namespace
 
 void init_hash(py::module_& m) {
     m.def(
         "sha256_hex",
         [](const py::bytes& data) { return to_hex(Sha256::of(std::string_view(data))); },
         py::arg("data"), "SHA-256 of `data` (bytes), as 64 lower-case hex characters.");
+    m.def(
+        "zstd_compress",
+        [](const py::bytes& data, int level) {
+            return bytes_without_gil(data, [level](std::string_view bytes) {
+                return util::zstd_compress(bytes, level);
+            });
+        },
+        py::arg("data"), py::arg("level") = 3,
+        "`data` as one Zstandard frame that records its size, or None if\n"
+        "libzstd.so.1 cannot be loaded.");
+    m.def(
+        "zstd_decompress",
+        [](const py::bytes& frame, std::size_t max_bytes) {
+            return bytes_without_gil(frame, [max_bytes](std::string_view bytes) {
+                return util::zstd_decompress(bytes, max_bytes);
+            });
+        },
+        py::arg("frame"), py::arg("max_bytes"),
+        "The content of one Zstandard frame (how precompiled preludes are kept),\n"
+        "or None if it is damaged, has no recorded size, is over `max_bytes`, or\n"
+        "libzstd.so.1 cannot be loaded.");
 
     py::class_<KeyHasher>(m, "KeyHasher",
                           "Builds a cache key from typed, length-prefixed fields, so that\n"

@@ -108,11 +108,14 @@ std::optional<std::string> usable_prelude_key(const Compiler& compiler,
     return prelude_key(compiler, job, request.prelude->header_text, request.prelude->extra);
 }
 
-// `entry` (a prelude's, or nothing) as found; `monitor` is told when the
-// module could have used a prelude that is not built yet (or was damaged).
-std::optional<Entry> reported_prelude(std::optional<Entry> entry, const ModuleRequest& request,
+// `entry` (the prelude of `key`, or nothing) as found; `monitor` is told
+// when the module could have used a prelude that is not built yet (or was
+// damaged), from the second time one is wanted: a prelude is tens of MB, so
+// one flag set that compiles one module never gets one.
+std::optional<Entry> reported_prelude(ModuleCache& cache, const std::string& key,
+                                      std::optional<Entry> entry, const ModuleRequest& request,
                                       BuildMonitor* monitor) {
-    if (!entry && monitor != nullptr) {
+    if (!entry && monitor != nullptr && prelude_wanted_before(cache, key)) {
         monitor->prelude_missing(request);
     }
     return entry;
@@ -126,7 +129,7 @@ std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler
     if (!key) {
         return std::nullopt;
     }
-    return reported_prelude(find_prelude(cache, *key, &events), request, monitor);
+    return reported_prelude(cache, *key, find_prelude(cache, *key, &events), request, monitor);
 }
 
 // The verification of a prelude on a thread of its own. A precompiled
@@ -265,9 +268,7 @@ public:
         const std::optional<std::string> prelude_key =
             usable_prelude_key(m_compiler, m_request, m_job);
         const std::filesystem::path found = prelude_key ? m_cache.entry_dir(*prelude_key) : "";
-        std::error_code absent;
-        if (!prelude_key ||
-            !std::filesystem::is_regular_file(found / k_prelude_gch_name, absent)) {
+        if (!prelude_key || !cache::StagedPrelude::present(found)) {
             return compile(key, m_request.source, staging, entry_dir, names, Product::library,
                            verified_prelude(staging, monitor, events), monitor);
         }
@@ -276,7 +277,7 @@ public:
         StagedCompile compiled = compile(key, m_request.source, staging, entry_dir, names,
                                          Product::library, staged, monitor);
         const std::optional<Entry> verified =
-            reported_prelude(check.get(events), m_request, monitor);
+            reported_prelude(m_cache, *prelude_key, check.get(events), m_request, monitor);
         const bool kept = verified && staged && staged->verify(*verified);
         staged.reset();
         if (!kept) {

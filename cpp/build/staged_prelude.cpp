@@ -6,17 +6,36 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
+#include "build/prelude_copies.hpp"
 #include "cache/file_digest.hpp"
+#include "opweave/hash.hpp"
 #include "opweave/precompiled_header.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
+#include "util/zstd.hpp"
 
 namespace opweave::cache {
 
 namespace {
 
-constexpr const char* k_staged_names[] = {k_prelude_header_name, k_prelude_gch_name};
+// A compressed precompiled header is far below this, and its content below
+// the second: more is not a prelude.
+constexpr std::size_t k_max_frame_bytes = 256u << 20;
+constexpr std::size_t k_max_gch_bytes = 2048u << 20;
+
+// The content of the regular file `path`, opened without following a
+// symlink or blocking on a FIFO, if it holds at most `max_bytes`.
+std::optional<std::string> read_regular(const std::filesystem::path& path, std::size_t max_bytes) {
+    const util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+        return std::nullopt;
+    }
+    return util::read_all(fd.get(), max_bytes);
+}
 
 // Puts the file `from` at `to`: a hard link, or a copy where linking is
 // refused (another filesystem, or fs.protected_hardlinks on a file of
@@ -25,12 +44,7 @@ bool link_or_copy(const std::filesystem::path& from, const std::filesystem::path
     if (::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), 0) == 0) {
         return true;
     }
-    const util::Fd fd(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-    struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        return false;
-    }
-    const std::optional<std::string> bytes = util::read_all(fd.get());
+    const std::optional<std::string> bytes = read_regular(from, SIZE_MAX);
     if (!bytes) {
         return false;
     }
@@ -55,19 +69,70 @@ bool has_content(const std::filesystem::path& path, std::uint64_t size, const st
 std::optional<StagedPrelude> StagedPrelude::stage(const std::filesystem::path& entry_dir,
                                                   const std::filesystem::path& into) {
     StagedPrelude staged(entry_dir, into);
-    for (const char* name : k_staged_names) {
-        staged.m_names.emplace_back(name);  // removed by the destructor, from now on
-        if (!link_or_copy(entry_dir / name, into / name)) {
-            return std::nullopt;
-        }
+    std::error_code absent;
+    const bool compressed = std::filesystem::is_regular_file(entry_dir / k_prelude_zst_name, absent);
+    if (!staged.link(k_prelude_header_name) ||
+        !(compressed ? staged.decompress(k_prelude_zst_name) : staged.link(k_prelude_gch_name))) {
+        return std::nullopt;
     }
     return std::optional<StagedPrelude>(std::move(staged));
+}
+
+bool StagedPrelude::present(const std::filesystem::path& entry_dir) {
+    std::error_code absent;
+    return std::filesystem::is_regular_file(entry_dir / k_prelude_zst_name, absent) ||
+           std::filesystem::is_regular_file(entry_dir / k_prelude_gch_name, absent);
+}
+
+bool StagedPrelude::link(const std::string& name) {
+    m_files.push_back({name, name, 0, {}});  // removed by the destructor, from now on
+    return link_or_copy(m_from / name, m_dir / name);
+}
+
+bool StagedPrelude::decompress(const std::string& name) {
+    const util::Fd fd(
+        ::open((m_from / name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) > k_max_frame_bytes) {
+        return false;
+    }
+    const std::filesystem::path staged = m_dir / k_prelude_gch_name;
+    const std::filesystem::path tmp = m_dir.parent_path();
+    // This version of the file decompressed before by this process: link
+    // that copy (its frame had the hash verify() compares).
+    if (const std::optional<std::string> known = file_sha256(fd.get(), st, Memo::use)) {
+        const std::optional<std::filesystem::path> copy = PreludeCopies::get().find(tmp, *known);
+        m_files.push_back({name, k_prelude_gch_name, static_cast<std::uint64_t>(st.st_size),
+                           *known});
+        if (copy && ::linkat(AT_FDCWD, copy->c_str(), AT_FDCWD, staged.c_str(), 0) == 0) {
+            return true;
+        }
+        m_files.pop_back();
+    }
+    if (::lseek(fd.get(), 0, SEEK_SET) != 0) {
+        return false;
+    }
+    const std::optional<std::string> frame = util::read_all(fd.get(), k_max_frame_bytes);
+    const std::optional<std::string> content =
+        frame ? util::zstd_decompress(*frame, k_max_gch_bytes) : std::nullopt;
+    if (!content) {
+        return false;  // damaged (verification says so), or no libzstd here
+    }
+    const std::string sha256 = to_hex(Sha256::of(*frame));
+    m_files.push_back({name, k_prelude_gch_name, frame->size(), sha256});
+    const std::optional<std::filesystem::path> copy =
+        PreludeCopies::get().keep(tmp, sha256, *content);
+    if (!copy || ::linkat(AT_FDCWD, copy->c_str(), AT_FDCWD, staged.c_str(), 0) != 0) {
+        util::write_file_atomic(staged, *content);
+    }
+    return true;
 }
 
 StagedPrelude::StagedPrelude(StagedPrelude&& other) noexcept
     : m_from(std::move(other.m_from)),
       m_dir(std::move(other.m_dir)),
-      m_names(std::move(other.m_names)),
+      m_files(std::move(other.m_files)),
       m_headers(std::move(other.m_headers)) {
     other.m_dir.clear();
 }
@@ -76,24 +141,27 @@ StagedPrelude::~StagedPrelude() {
     if (m_dir.empty()) {
         return;
     }
-    for (const std::string& name : m_names) {
-        ::unlink((m_dir / name).c_str());
+    for (const File& file : m_files) {
+        ::unlink((m_dir / file.staged_name).c_str());
     }
 }
 
 bool StagedPrelude::verify(const Entry& verified) {
-    for (const std::string& name : m_names) {
+    for (const File& staged : m_files) {
         bool recorded = false;
         for (const EntryFile& file : verified.files) {
             recorded = recorded ||
-                       (file.name == name && has_content(m_dir / name, file.size, file.sha256));
+                       (file.name == staged.entry_name &&
+                        (staged.sha256.empty()
+                             ? has_content(m_dir / staged.staged_name, file.size, file.sha256)
+                             : staged.size == file.size && staged.sha256 == file.sha256));
         }
         if (!recorded) {
             return false;
         }
     }
     m_headers = verified.headers;
-    return !m_names.empty();
+    return !m_files.empty();
 }
 
 std::vector<std::string> StagedPrelude::include_flags() const {

@@ -8,9 +8,13 @@
 // precompiled header are hard-linked into the build's private staging
 // directory (copied where linking is refused, e.g. across filesystems),
 // hashed there, and only a build whose staged files have the content the
-// verified entry records keeps the compile that read them.
+// verified entry records keeps the compile that read them. A compressed
+// precompiled header (precompiled_header.hpp) is read once, hashed as read,
+// and decompressed into the staging directory: what the compile reads comes
+// from the bytes that were hashed.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -31,6 +35,9 @@ public:
     // or cannot be staged.
     static std::optional<StagedPrelude> stage(const std::filesystem::path& entry_dir,
                                               const std::filesystem::path& into);
+    // Whether the entry at `entry_dir` holds a precompiled header (as it is
+    // or compressed) to stage.
+    static bool present(const std::filesystem::path& entry_dir);
 
     StagedPrelude(StagedPrelude&& other) noexcept;
     StagedPrelude& operator=(StagedPrelude&&) = delete;
@@ -57,9 +64,23 @@ private:
     StagedPrelude(std::filesystem::path from, std::filesystem::path dir)
         : m_from(std::move(from)), m_dir(std::move(dir)) {}
 
-    std::filesystem::path m_from;     // the entry's directory
-    std::filesystem::path m_dir;      // where it is staged; empty once moved from
-    std::vector<std::string> m_names;  // the files staged
+    // A file of the entry and its staged form: a link to it (`sha256`
+    // empty: hashed when verified), or its decompressed content (then the
+    // size and SHA-256 of the bytes read from the entry).
+    struct File {
+        std::string entry_name;
+        std::string staged_name;
+        std::uint64_t size = 0;
+        std::string sha256;
+    };
+
+    // Links `name`, or decompresses it into the staged precompiled header.
+    bool link(const std::string& name);
+    bool decompress(const std::string& name);
+
+    std::filesystem::path m_from;  // the entry's directory
+    std::filesystem::path m_dir;   // where it is staged; empty once moved from
+    std::vector<File> m_files;     // the files staged
     std::vector<HeaderRecord> m_headers;
 };
 

@@ -63,6 +63,10 @@ constexpr std::size_t k_quarantine_keep_count = 16;
 // Sources of failed compiles (kept to read the compiler's errors against).
 constexpr double k_failed_keep_seconds = 7 * 86400.0;
 constexpr std::size_t k_failed_keep_count = 20;
+// Notes of builds wanted once (ModuleCache::wanted_before): a want older
+// than this is forgotten, so a prelude used once a week is never built.
+constexpr double k_wants_keep_seconds = 7 * 86400.0;
+constexpr std::size_t k_wants_keep_count = 1000;
 
 // Calls visit(shard, key) for each entry directory name in the cache.
 template <typename Visit>
@@ -279,7 +283,7 @@ std::size_t ModuleCache::clear() {
     // (whose index is then only missing: a miss of find_export).
     cache::drop_node_index(places.version);
     cache::drop_records(places.version);
-    for (const char* kept : {cache::k_quarantine_dir, cache::k_failed_dir}) {
+    for (const char* kept : {cache::k_quarantine_dir, cache::k_failed_dir, cache::k_wants_dir}) {
         if (const auto dir = open_trusted(places.version, kept)) {
             std::size_t ignored = 0;
             remove_all(*dir, ignored);
@@ -346,6 +350,8 @@ std::size_t sweep(const Places& places, std::vector<CacheEvent>* events) {
               k_quarantine_keep_count, k_quarantine_keep_seconds, removed);
     trim_kept(require_layout_dir(places.version, k_failed_dir, events), k_failed_keep_count,
               k_failed_keep_seconds, removed);
+    trim_kept(require_layout_dir(places.version, k_wants_dir, events), k_wants_keep_count,
+              k_wants_keep_seconds, removed);
     removed += sweep_records(places.version);
     const util::Dir locks = require_layout_dir(places.version, k_locks_dir, events);
     for (const std::string& name : locks.list()) {

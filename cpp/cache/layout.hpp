@@ -31,6 +31,7 @@ inline constexpr const char* k_tmp_dir = "tmp";
 inline constexpr const char* k_trash_dir = "trash";
 inline constexpr const char* k_quarantine_dir = "quarantine";
 inline constexpr const char* k_failed_dir = "failed";
+inline constexpr const char* k_wants_dir = "wants";  // builds wanted once (wanted_before)
 inline constexpr const char* k_tools_dir = "tools";  // programs compiles run (see build_support)
 inline constexpr const char* k_stats_file = "stats.json";
 

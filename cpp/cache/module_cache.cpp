@@ -505,6 +505,22 @@ void ModuleCache::flush_counters() {
     }
 }
 
+bool ModuleCache::wanted_before(std::string_view key) {
+    check_key(key);
+    if (m_options.read_only) {
+        return false;
+    }
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
+    const util::Dir wants = cache::require_layout_dir(places.version, cache::k_wants_dir, nullptr);
+    const util::Fd created = wants.open_file(key, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (created) {
+        return false;
+    }
+    // Wanted before (EEXIST), or the note cannot be written: then the build
+    // is not held back by a directory it cannot write.
+    return true;
+}
+
 std::filesystem::path ModuleCache::keep_failed_source(std::string_view key,
                                                       std::string_view source) {
     check_key(key);

@@ -405,6 +405,13 @@ public:
     PruneResult prune(std::optional<std::uint64_t> max_total_bytes,
                       std::optional<double> older_than_seconds, std::string_view keep = {});
 
+    // Notes that a build of `key` was wanted and returns whether one was
+    // wanted before, by this process or another (a file `<root>/v2/wants/<key>`,
+    // kept at most 7 days). So a build that pays off only when used again (a
+    // precompiled prelude) starts at the second want. False in a read-only
+    // cache, which builds nothing.
+    bool wanted_before(std::string_view key);
+
     // Stores the source of a failed build as `<root>/v2/failed/<key>.cpp` and
     // returns that path, so an error message can name a file that outlives
     // the build's staging directory. Throws CacheError.

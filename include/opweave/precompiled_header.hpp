@@ -7,10 +7,15 @@
 // milliseconds. A prelude is a module cache entry of its own:
 //
 //   <entry>/opweave_prelude.h          the header text
-//   <entry>/opweave_prelude.h.gch      the precompiled header
+//   <entry>/opweave_prelude.h.gch.zst  the precompiled header, compressed
 //
-// verified like every entry (sizes and hashes; the 20 MB .gch is hashed once
-// per process), with the headers it read recorded and checked. It is keyed
+// verified like every entry (sizes and hashes), with the headers it read
+// recorded and checked. GCC's precompiled header of Python's and NumPy's
+// headers is about 21 MB (most of it <cmath>, which Python.h brings in C++)
+// and compresses 7 times with Zstandard, which decompresses it in about
+// 10 ms: so an entry keeps it compressed, and each compile that uses it
+// decompresses it into its private staging directory. Where libzstd.so.1
+// cannot be loaded, the entry keeps `opweave_prelude.h.gch` as it is. It is keyed
 // on the header text, the compiler identity, everything in the job that
 // changes how the header compiles (flags, include dirs, optimisation, debug
 // info) and caller material (the Python and NumPy ABIs). A module uses it
@@ -37,6 +42,7 @@ namespace opweave {
 // The header's file name in a prelude entry, and its precompiled form's.
 inline constexpr const char* k_prelude_header_name = "opweave_prelude.h";
 inline constexpr const char* k_prelude_gch_name = "opweave_prelude.h.gch";
+inline constexpr const char* k_prelude_zst_name = "opweave_prelude.h.gch.zst";
 
 // Whether modules compiled by `compiler` can use a prelude: true for GCC (its
 // `--version` text names the Free Software Foundation and not clang) run
@@ -67,6 +73,12 @@ std::vector<std::string> prelude_include_flags(const std::filesystem::path& entr
 // `events` if given. Throws std::invalid_argument for a malformed key.
 std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
                                   std::vector<CacheEvent>* events = nullptr);
+
+// Whether prelude `key`, not found now, was wanted before by a module of
+// this cache (ModuleCache::wanted_before), so that building it pays off:
+// build_module asks its monitor to build a prelude from the second module
+// that could use it. True when the want cannot be noted.
+bool prelude_wanted_before(ModuleCache& cache, std::string_view key);
 
 // Returns the prelude entry of `request.prelude` for `request.job`, building
 // it on a miss with the same protocol as build_module (the key's lock, a

@@ -62,6 +62,11 @@ _log = logging.getLogger("opweave")
 
 _DEFAULT_ENTRY_LIMIT = 256 << 20  # cache__remote_max_entry's default
 
+# Damaged entries, and precompiled preludes: tens of MB each, they only speed
+# up compiles, which an export is made to spare, and a machine that compiles
+# builds its own from its second module (docs/cache.md).
+_NOT_EXPORTED = frozenset({"damaged", "prelude"})
+
 
 @dataclass
 class ImportReport:
@@ -86,9 +91,10 @@ def entry_limit() -> int:
 
 def export_cache(cache: Any, path: str | Path, environment: str, since: float | None = None) -> int:
     """Writes every entry of ``cache`` that verifies (and was used at or
-    after ``since``, seconds since the epoch, when given) to the export file
-    ``path``, signed when a secret is configured, with mode 0600. Returns how
-    many. Raises CacheError when the file cannot be written."""
+    after ``since``, seconds since the epoch, when given), precompiled
+    preludes excepted, to the export file ``path``, signed when a secret is
+    configured, with mode 0600. Returns how many. Raises CacheError when the
+    file cannot be written."""
     secret = _entry_pack.configured_secret()
     packs = dict(_verified_packs(cache, since, entry_limit()))
     manifest = {
@@ -155,7 +161,7 @@ def _verified_packs(
     cache: Any, since: float | None, limit: int
 ) -> Iterator[tuple[str, tuple[Any, bytes]]]:
     for listed in cache.list():
-        if listed.kind == "damaged" or (since is not None and listed.last_used < since):
+        if listed.kind in _NOT_EXPORTED or (since is not None and listed.last_used < since):
             continue
         entry = cache.lookup(listed.key)  # verified, or None
         data = None if entry is None else cache.export_entry(listed.key)

@@ -22,6 +22,8 @@
 #include "opweave/module_cache.hpp"
 #include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
+#include "util/fs.hpp"
+#include "util/zstd.hpp"
 
 using namespace opweave;
 using opweave_test::FakeCompiler;
@@ -230,8 +232,13 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
 
     const BuiltModule first = build_module(cache, compiler, request_for("int x;", true), &monitor);
     CHECK(first.outcome == Outcome::built);
-    CHECK_EQ(monitor.missing, 1);
+    CHECK_EQ(monitor.missing, 0);  // wanted once: not worth tens of MB yet
     CHECK(compiler.jobs.at(0).unkeyed_flags == std::vector<std::string>{source_flag(first.dir)});
+    // Wanted again, by another module in another process (another object):
+    // now it is worth building.
+    ModuleCache later(cache_options(dir));
+    build_module(later, compiler, request_for("int w;", true), &monitor);
+    CHECK_EQ(monitor.missing, 1);
 
     const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
     CHECK(prelude.outcome == Outcome::built);
@@ -241,17 +248,21 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     CHECK(again.outcome == Outcome::hit);
     CHECK_EQ(again.library, first.library);
 
-    // A new module compiles with it: the very files of the verified entry
-    // (hard links in the build's private directory), never published with
-    // the module.
+    // A new module compiles with it: the header hard-linked from the
+    // verified entry, the precompiled header decompressed from it, both in
+    // the build's private directory and never published with the module.
     struct stat recorded {};
-    CHECK(::stat((prelude.entry.dir / k_prelude_gch_name).c_str(), &recorded) == 0);
+    CHECK(::stat((prelude.entry.dir / k_prelude_header_name).c_str(), &recorded) == 0);
+    CHECK(!fs::exists(prelude.entry.dir / k_prelude_gch_name));
     bool same_inode = false;
+    std::string staged_gch;
     compiler.during_compile = [&] {
-        const fs::path staged = compiler.jobs.back().working_dir / k_prelude_gch_name;
+        const fs::path staged = compiler.jobs.back().working_dir / k_prelude_header_name;
         struct stat st {};
         same_inode = ::stat(staged.c_str(), &st) == 0 && st.st_ino == recorded.st_ino &&
                      st.st_dev == recorded.st_dev;
+        staged_gch = util::read_file(compiler.jobs.back().working_dir / k_prelude_gch_name)
+                         .value_or("");
     };
     const BuiltModule second =
         build_module(cache, compiler, request_for("int y;", true), &monitor);
@@ -259,6 +270,7 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     CHECK(second.outcome == Outcome::built);
     CHECK_EQ(monitor.missing, 1);
     CHECK(same_inode);
+    CHECK_EQ(staged_gch, compiler.output_content);  // what the fake compiled
     std::vector<std::string> expected = prelude_include_flags(compiler.jobs.back().working_dir);
     expected.insert(expected.begin(), source_flag(second.dir));
     CHECK(compiler.jobs.back().unkeyed_flags == expected);
@@ -267,11 +279,60 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
                    "-include " + (prelude.entry.dir / k_prelude_header_name).string()));
     CHECK(!fs::exists(second.dir / k_prelude_gch_name));
     CHECK(!fs::exists(second.dir / k_prelude_header_name));
+    // Decompressed once per process: the next build links the same copy,
+    // kept in a private directory of this process in the cache's tmp/.
+    ino_t staged_inode = 0;
+    compiler.during_compile = [&] {
+        struct stat st {};
+        if (::stat((compiler.jobs.back().working_dir / k_prelude_gch_name).c_str(), &st) == 0) {
+            staged_inode = staged_inode == 0 || staged_inode == st.st_ino ? st.st_ino : 1;
+        }
+    };
+    build_module(cache, compiler, request_for("int v;", true), &monitor);
+    build_module(cache, compiler, request_for("int u;", true), &monitor);
+    compiler.during_compile = nullptr;
+    CHECK(staged_inode > 1);
+    bool has_copies = false;
+    for (const auto& item : fs::directory_iterator(dir / "cache" / "v2" / "tmp")) {
+        has_copies = has_copies || item.path().filename().string().rfind("preludes.", 0) == 0;
+    }
+    CHECK(has_copies);
 
     // Not for a compiler that cannot use one.
     FakeCompiler other("fakecxx 2\n");
     build_module(cache, other, request_for("int z;", true), &monitor);
     CHECK(monitor.missing == 1 && other.jobs.back().unkeyed_flags.size() == 1);
+}
+
+// A prelude kept as it is (built where libzstd could not be loaded) is
+// staged by hard links: the very files of the verified entry.
+OPWEAVE_TEST(an_uncompressed_prelude_is_staged_by_hard_links) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    const ModuleRequest wanting = request_for("", true);
+    const std::string key = prelude_key(compiler, wanting.job, wanting.prelude->header_text,
+                                        wanting.prelude->extra);
+    cache.get_or_build(key, [&](const fs::path& staging) {
+        write_file(staging / k_prelude_header_name, wanting.prelude->header_text);
+        write_file(staging / k_prelude_gch_name, "raw precompiled header");
+        BuildRecord record;
+        record.kind = "prelude";
+        return record;
+    });
+    struct stat recorded {};
+    CHECK(::stat((cache.entry_dir(key) / k_prelude_gch_name).c_str(), &recorded) == 0);
+    bool same_inode = false;
+    compiler.during_compile = [&] {
+        const fs::path staged = compiler.jobs.back().working_dir / k_prelude_gch_name;
+        struct stat st {};
+        same_inode = ::stat(staged.c_str(), &st) == 0 && st.st_ino == recorded.st_ino &&
+                     st.st_dev == recorded.st_dev;
+    };
+    const BuiltModule built = build_module(cache, compiler, request_for("int y;", true));
+    CHECK(built.outcome == Outcome::built);
+    CHECK(same_inode);
+    CHECK(contains(command_of(cache, built.key), "-include"));
 }
 
 OPWEAVE_TEST(failed_compile_with_the_prelude_is_retried_without_it) {
@@ -318,23 +379,42 @@ OPWEAVE_TEST(genuine_failure_is_reported_from_the_compile_without_the_prelude) {
     CHECK_EQ(compiler.jobs.size(), 1u);
 }
 
+// A precompiled header replaced by another well-formed frame: the compile
+// reads it while it is verified, and is done again without it.
+OPWEAVE_TEST(prelude_replaced_by_another_frame_is_not_trusted) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
+    write_file(prelude.entry.dir / k_prelude_zst_name,
+               util::zstd_compress("planted precompiled header", 3).value());
+    compiler.jobs.clear();
+    const BuiltModule built = build_module(cache, compiler, request_for("int x;", true));
+    CHECK(built.outcome == Outcome::built);
+    CHECK_EQ(compiler.jobs.size(), 2u);
+    CHECK(has_word(compiler.jobs.at(0).unkeyed_flags, "-include"));
+    CHECK(compiler.jobs.at(1).unkeyed_flags == std::vector<std::string>{source_flag(built.dir)});
+    CHECK(!contains(command_of(cache, built.key), "-include"));
+    CHECK(!fs::exists(prelude.entry.dir));
+}
+
 OPWEAVE_TEST(prelude_damaged_on_disk_is_verified_during_the_compile_and_not_trusted) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));
     FakeCompiler compiler(k_gcc_version);
     RecordingMonitor monitor;
     const CacheResult prelude = build_prelude(cache, compiler, request_for("", true));
-    const fs::path gch = prelude.entry.dir / k_prelude_gch_name;
+    const fs::path gch = prelude.entry.dir / k_prelude_zst_name;
     const std::uintmax_t size = fs::file_size(gch);
     write_file(gch, std::string(size, 'x'));  // the same size, other bytes
     compiler.jobs.clear();
 
     const BuiltModule built = build_module(cache, compiler, request_for("int x;", true), &monitor);
     CHECK(built.outcome == Outcome::built);
-    // Compiled with the prelude while it was verified, then without it.
-    CHECK_EQ(compiler.jobs.size(), 2u);
-    CHECK(has_word(compiler.jobs.at(0).unkeyed_flags, "-include"));
-    CHECK(compiler.jobs.at(1).unkeyed_flags == std::vector<std::string>{source_flag(built.dir)});
+    // Its bytes do not decompress: compiled without it while it was
+    // verified (and found damaged).
+    CHECK_EQ(compiler.jobs.size(), 1u);
+    CHECK(compiler.jobs.at(0).unkeyed_flags == std::vector<std::string>{source_flag(built.dir)});
     CHECK(!contains(command_of(cache, built.key), "-include"));
     CHECK_EQ(monitor.missing, 1);  // so that it is built again
     CHECK(!fs::exists(prelude.entry.dir));

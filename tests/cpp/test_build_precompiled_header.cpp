@@ -18,6 +18,8 @@
 #include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
 #include "util/fs.hpp"
+#include "util/zstd.hpp"
+#include "build/staged_prelude.hpp"
 
 using namespace opweave;
 using opweave_test::FakeCompiler;
@@ -50,7 +52,13 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
-fs::path gch_of(const fs::path& entry) { return entry / "opweave_prelude.h.gch"; }
+// The precompiled header as the entry keeps it: compressed (this machine
+// has libzstd; the C++ suite needs it, see util_zstd's test).
+fs::path stored_gch(const fs::path& entry) { return entry / "opweave_prelude.h.gch.zst"; }
+
+std::string decompressed(const fs::path& path) {
+    return util::zstd_decompress(util::read_file(path).value_or(""), 1u << 30).value_or("!");
+}
 
 void write_file(const fs::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
@@ -126,7 +134,8 @@ OPWEAVE_TEST(build_prelude_publishes_header_and_gch) {
     CHECK_EQ(built.entry.kind, std::string("prelude"));
     CHECK_EQ(built.entry.label, std::string("precompiled vector string"));
     CHECK_EQ(*util::read_file(built.entry.dir / "opweave_prelude.h"), std::string(k_header));
-    CHECK_EQ(*util::read_file(gch_of(built.entry.dir)), compiler.output_content);
+    CHECK_EQ(decompressed(stored_gch(built.entry.dir)), compiler.output_content);
+    CHECK(!fs::exists(built.entry.dir / k_prelude_gch_name));
     CHECK_EQ(compiler.jobs.size(), 1u);
     CHECK(compiler.jobs.at(0).unkeyed_flags.empty());
     CHECK(compiler.jobs.at(0).libraries.empty());
@@ -170,11 +179,12 @@ OPWEAVE_TEST(damaged_prelude_is_quarantined_and_reported_missing) {
                  false);
         ++damaged;
     };
-    damage_and_check([](const fs::path& entry) { write_file(gch_of(entry), "fake"); });
-    damage_and_check([](const fs::path& entry) { write_file(gch_of(entry), ""); });
-    damage_and_check(  // the same size, other bytes
-        [](const fs::path& entry) { write_file(gch_of(entry), std::string(4096, 'q')); });
-    damage_and_check([](const fs::path& entry) { fs::remove(gch_of(entry)); });
+    damage_and_check([](const fs::path& entry) { write_file(stored_gch(entry), "fake"); });
+    damage_and_check([](const fs::path& entry) { write_file(stored_gch(entry), ""); });
+    damage_and_check([](const fs::path& entry) {  // the same size, other bytes
+        write_file(stored_gch(entry), std::string(fs::file_size(stored_gch(entry)), 'q'));
+    });
+    damage_and_check([](const fs::path& entry) { fs::remove(stored_gch(entry)); });
     damage_and_check([](const fs::path& entry) { fs::remove(entry / "opweave_prelude.h"); });
     damage_and_check([](const fs::path& entry) { fs::remove(entry / "meta.json"); });
     damage_and_check([](const fs::path& entry) { write_file(entry / "meta.json", "{\"form"); });
@@ -217,10 +227,15 @@ OPWEAVE_TEST(real_gcc_uses_the_prelude) {
                "}\n");
     job.source = dir / "module.cpp";
     job.output = dir / "module.so";
-    job.unkeyed_flags = prelude_include_flags(prelude.dir);
+    // As a build does: staged (decompressed) in a private directory.
+    fs::create_directory(dir / "staging");
+    std::optional<cache::StagedPrelude> staged =
+        cache::StagedPrelude::stage(prelude.dir, dir / "staging");
+    CHECK(staged.has_value() && staged->verify(prelude));
+    job.unkeyed_flags = staged->include_flags();
     job.unkeyed_flags.insert(job.unkeyed_flags.end(), {"-Winvalid-pch", "-H"});
     const CompileResult result = compiler.compile(job);
-    CHECK(contains(result.diagnostics, "! " + gch_of(prelude.dir).string()));
+    CHECK(contains(result.diagnostics, "! " + (dir / "staging" / k_prelude_gch_name).string()));
     CHECK(!contains(result.diagnostics, "invalid-pch"));
 
     CHECK_EQ(opweave_test::call_answer(job.output), 42);

@@ -353,6 +353,31 @@ OPWEAVE_TEST(keep_failed_source) {
     CHECK_EQ(*util::read_file(kept), std::string("int x = ;\n"));
 }
 
+// A want is noted once per key, for every process of the cache; clear
+// forgets them, a read-only cache notes none (it builds nothing).
+OPWEAVE_TEST(wanted_before_is_true_from_the_second_want) {
+    TempDir dir;
+    ModuleCache cache(options_in(dir));
+    CHECK(!cache.wanted_before(k_key_a));
+    CHECK(cache.wanted_before(k_key_a));
+    CHECK(!cache.wanted_before(k_key_b));
+    ModuleCache other(options_in(dir));
+    CHECK(other.wanted_before(k_key_b));
+    const fs::path note = dir / "cache" / "v2" / "wants" / k_key_a;
+    CHECK(fs::is_regular_file(note));
+    CHECK((fs::status(note).permissions() & fs::perms::all) ==
+          (fs::perms::owner_read | fs::perms::owner_write));
+    cache.clear();
+    CHECK(!fs::exists(note));
+    CHECK(!cache.wanted_before(k_key_a));
+    CacheOptions read_only = options_in(dir);
+    read_only.read_only = true;
+    ModuleCache reader(read_only);
+    CHECK(!reader.wanted_before(k_key_b));
+    CHECK(!reader.wanted_before(k_key_b));
+    CHECK_THROWS_AS(cache.wanted_before("../escape"), std::invalid_argument);
+}
+
 OPWEAVE_TEST(concurrent_builds_of_different_keys_never_trip_over_sweeps) {
     // Every miss sweeps the staging area while other builders are creating
     // their staging directories. Regression: a sweeper could take a new

@@ -82,7 +82,7 @@ def test_a_huge_member_is_refused_from_its_header_unread(tmp_path: Path, exporte
 def test_a_pack_over_the_configured_cap_is_refused(tmp_path: Path, exported: Export) -> None:
     root = tmp_path / "b"
     path = write(tmp_path / "export.tgz", *good(exported))
-    refused(import_(path, root, cache__remote_max_entry="64K"), "over the limit", "64.0 KiB")
+    refused(import_(path, root, cache__remote_max_entry="8K"), "over the limit", "8.0 KiB")
     assert cached_keys(root) == set()
 
 
@@ -240,7 +240,7 @@ def test_an_altered_pack_is_refused_and_the_others_imported(
     tmp_path: Path, exported: Export
 ) -> None:
     root = tmp_path / "b"
-    module, prelude = exported.key_of("module"), exported.key_of("prelude")
+    module, record = exported.key_of("module"), exported.key_of("graph")
     data = bytearray(exported.packs[module])
     data[-100] ^= 0xFF
     manifest_part, *_ = good(exported)
@@ -249,12 +249,12 @@ def test_an_altered_pack_is_refused_and_the_others_imported(
         tmp_path / "altered.tgz",
         manifest_part,
         altered,
-        member(f"entries/{prelude}", exported.packs[prelude]),
+        member(f"entries/{record}", exported.packs[record]),
     )
     result = import_(path, root)
     assert result.returncode == 1, describe(result)
     assert f"refused {module}: its pack does not match the manifest" in result.stderr
-    assert cached_keys(root) == {prelude}
+    assert cached_keys(root) == {record}
 
 
 def test_a_signed_pack_that_does_not_verify_is_refused_alone(
@@ -263,17 +263,17 @@ def test_a_signed_pack_that_does_not_verify_is_refused_alone(
     """The signer's manifest names the right hash, but the pack is another
     key's entry: the core's verification refuses it."""
     root = tmp_path / "b"
-    module, prelude = exported.key_of("module"), exported.key_of("prelude")
-    moved = dict(exported.item("prelude"), key="1" * 64)
+    module, record = exported.key_of("module"), exported.key_of("graph")
+    moved = dict(exported.item("graph"), key="1" * 64)
     moved["sha256"] = exported.item("module")["sha256"]
-    manifest = dict(exported.manifest, entries=[exported.item("prelude"), moved])
-    members = [member(f"entries/{prelude}", exported.packs[prelude])]
+    manifest = dict(exported.manifest, entries=[exported.item("graph"), moved])
+    members = [member(f"entries/{record}", exported.packs[record])]
     members.append(member(f"entries/{'1' * 64}", exported.packs[module]))
     path = write(tmp_path / "moved.tgz", manifest_members(manifest), *members)
     result = import_(path, root)
     assert result.returncode == 1, describe(result)
     assert f"refused {'1' * 64}: the entry stored for" in result.stderr
-    assert cached_keys(root) == {prelude}
+    assert cached_keys(root) == {record}
 
 
 def test_entries_of_another_environment_are_skipped(tmp_path: Path, exported: Export) -> None:

@@ -128,18 +128,19 @@ def test_info_and_list_describe_what_function_compiled(isolated_cache: Path) -> 
     from support.helpers import run_graph
 
     run_graph(isolated_cache, "vtv:1")
+    run_graph(isolated_cache, "vtv:2")  # the second module builds the prelude
     run_graph(isolated_cache, "vtv:1")
     info = run_cli("cache", "info", cache=isolated_cache).stdout
-    assert "(1 graph, 1 module, 1 prelude)" in info
-    # The module and its prelude were built (the graph's record is no
-    # build); the second run hit the record, then the module it names.
-    assert "hits:             2  misses: 2  builds: 2" in info
+    assert "(2 graph, 2 module, 1 prelude)" in info
+    # The modules and their prelude were built (graph records are no
+    # builds); the third run hit the record, then the module it names.
+    assert "hits:             2  misses: 3  builds: 3" in info
     listing = run_cli("cache", "list", cache=isolated_cache).stdout.splitlines()
     assert listing[0].split() == ["KEY", "KIND", "SIZE", "AGE", "IDLE", "WHAT"]
-    [module] = [line for line in listing if " module " in line]
-    assert module.endswith("VectorTimesVector")
-    [graph] = [line for line in listing if " graph " in line]
-    assert graph.endswith("VectorTimesVector")
+    modules = [line for line in listing if " module " in line]
+    assert len(modules) == 2 and all(m.endswith("VectorTimesVector") for m in modules)
+    graphs = [line for line in listing if " graph " in line]
+    assert len(graphs) == 2 and all(g.endswith("VectorTimesVector") for g in graphs)
     [prelude] = [line for line in listing if " prelude " in line]
     assert "precompiled Python.h numpy/arrayobject.h" in prelude
 

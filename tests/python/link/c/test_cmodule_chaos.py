@@ -103,7 +103,7 @@ def damage(cache: Path, rng: random.Random) -> list[str]:
     done = []
     entries = [Path(e.dir) for e in _core.ModuleCache(str(cache)).list()]
     for entry in rng.sample(entries, max(1, len(entries) // 10)):
-        libraries = list(entry.glob("module-*.so")) or list(entry.glob("*.gch"))
+        libraries = list(entry.glob("module-*.so")) or list(entry.glob("*.gch*"))
         if not libraries:
             continue
         target = libraries[0]

@@ -95,13 +95,14 @@ def test_an_entry_copied_under_another_key_is_refused(isolated_cache: Path) -> N
 
 
 def test_a_damaged_prelude_is_quarantined_and_rebuilt(isolated_cache: Path) -> None:
-    run_graph(isolated_cache, "vtv:1")  # and its prelude, built before the worker exits
+    run_graph(isolated_cache, "vtv:1")
+    run_graph(isolated_cache, "vtv:3")  # and the prelude two modules wanted
     prelude = entry_of(isolated_cache, "prelude")
-    truncate_half(prelude / "opweave_prelude.h.gch")
+    truncate_half(prelude / "opweave_prelude.h.gch.zst")
     report = run_graph(isolated_cache, "vtv:2")  # a compile that would use it
     assert report["right"] and report["outcomes"] == ["built"]
     assert any(str(prelude) in r["message"] for r in report["logs"] if r["level"] == "WARNING")
-    assert (prelude / "opweave_prelude.h.gch").stat().st_size > 1_000_000  # rebuilt
+    assert (prelude / "opweave_prelude.h.gch.zst").stat().st_size > 1_000_000  # rebuilt
     assert _core.ModuleCache(str(isolated_cache)).verify().problems == []
 
 

@@ -48,6 +48,7 @@ class SlowCompiler:
         self.path.write_text(
             "#!/bin/sh\n"
             'case " $* " in *" --version "*) exec g++ "$@" ;; esac\n'
+            '[ -n "$SLOWCXX_FAST" ] && exec g++ "$@"\n'
             f"sleep {self.marker}\n"
             'exec g++ "$@"\n'
         )
@@ -69,6 +70,13 @@ class SlowCompiler:
         while len(self.running()) < count:
             assert time.monotonic() < deadline, "the slow compile never started"
             time.sleep(0.02)
+
+    def want_prelude(self, cache: Path) -> None:
+        """Compiles another module of the slow graph's prelude at full speed,
+        so that the next compile wants the prelude for the second time and
+        builds it beside the module (both sleep)."""
+        env = {"OPWEAVE_FLAGS": f"cxx={self.path}", "SLOWCXX_FAST": "1"}
+        assert run_graph(cache, "vtv:2", env=env)["outcomes"] == ["built"]
 
     def wait_until_gone(self, timeout: float) -> float:
         start = time.monotonic()
@@ -110,8 +118,12 @@ def locks_are_free(cache: Path) -> bool:
     return True
 
 
-def no_module_published(cache: Path) -> bool:
-    return [e for e in _core.ModuleCache(str(cache)).list() if e.kind == "module"] == []
+def modules(cache: Path) -> set[str]:
+    return {e.key for e in _core.ModuleCache(str(cache)).list() if e.kind == "module"}
+
+
+def no_module_published(cache: Path, before: set[str] | None = None) -> bool:
+    return modules(cache) == (before or set())
 
 
 def interrupt(worker: subprocess.Popen, group: bool = False) -> str:
@@ -134,13 +146,15 @@ def interrupt(worker: subprocess.Popen, group: bool = False) -> str:
 
 @pytest.mark.parametrize("target", ["process", "group"])
 def test_ctrl_c_during_a_compile(isolated_cache: Path, slow: SlowCompiler, target: str) -> None:
+    slow.want_prelude(isolated_cache)
+    before = modules(isolated_cache)
     worker = start(isolated_cache, slow.path)
     # The module's compile and the background prelude build both sleep.
     slow.wait_until_running(2)
     interrupt(worker, group=target == "group")
     slow.wait_until_gone(timeout=2)
     assert locks_are_free(isolated_cache)
-    assert no_module_published(isolated_cache)
+    assert no_module_published(isolated_cache, before)
     assert run_graph(isolated_cache, "vtv:1")["right"]  # the next process builds normally
 
 
@@ -148,6 +162,8 @@ def test_ctrl_c_during_a_compile(isolated_cache: Path, slow: SlowCompiler, targe
 def test_a_process_killed_during_a_compile_takes_its_compiler_along(
     isolated_cache: Path, slow: SlowCompiler, how: signal.Signals
 ) -> None:
+    slow.want_prelude(isolated_cache)
+    before = modules(isolated_cache)
     worker = start(isolated_cache, slow.path)
     slow.wait_until_running(2)
     worker.send_signal(how)
@@ -155,7 +171,7 @@ def test_a_process_killed_during_a_compile_takes_its_compiler_along(
     assert worker.returncode == -how
     assert slow.wait_until_gone(timeout=5) < 5
     assert locks_are_free(isolated_cache)
-    assert no_module_published(isolated_cache)
+    assert no_module_published(isolated_cache, before)
     report = run_graph(isolated_cache, "slow")
     assert report["right"] and report["outcomes"] == ["built"]
 
