@@ -197,3 +197,53 @@ def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
     assert import_circles(graph) == [frozenset(known)]
     graph["opweave.link.c.opwise"] = {"opweave.link.c.service"}
     assert import_circles(graph) == []
+
+
+# Module-level values that are state: containers and locks.
+_STATE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "Lock", "RLock", "local"}
+
+
+def _module_state(tree: ast.Module) -> list[str]:
+    """The names a module binds at its top level to a container or lock
+    (not an ALL_CAPS constant), and the names its functions rebind with
+    ``global``."""
+    found = []
+    for node in tree.body:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value is not None
+            else []
+        )
+        value = getattr(node, "value", None)
+        call = value.func if isinstance(value, ast.Call) else None
+        called = getattr(call, "attr", None) or getattr(call, "id", None)
+        stateful = isinstance(value, ast.Dict | ast.List | ast.Set) or called in _STATE_CALLS
+        for target in targets:
+            name = getattr(target, "id", "")
+            if stateful and name != "__all__" and not name.lstrip("_").isupper():
+                found.append(name)
+    rebound = [node.names for node in ast.walk(tree) if isinstance(node, ast.Global)]
+    return found + [name for names in rebound for name in names]
+
+
+def test_the_c_back_end_keeps_its_process_state_in_one_context() -> None:
+    """link/c/_context.py's Context holds every memo, registry, choice,
+    connection and lock of opweave.link.c; no other module of it keeps
+    state at module level."""
+    kept = {
+        path.name: names
+        for path in sorted((PACKAGE / "link" / "c").glob("*.py"))
+        if path.name != "_context.py"
+        and (names := _module_state(ast.parse(path.read_text(), str(path))))
+    }
+    assert kept == {}
+
+
+def test_the_state_check_sees_containers_locks_and_globals() -> None:
+    tree = ast.parse(
+        "import threading\n_memo = {}\nseen: set[str] = set()\n_lock = threading.Lock()\n"
+        "LIMITS = {'a': 1}\n_log = object()\ndef f():\n    global _count\n"
+    )
+    assert _module_state(tree) == ["_memo", "seen", "_lock", "_count"]

@@ -12,6 +12,7 @@ import pytest
 import opweave
 from opweave import _core
 from opweave.link.c import _remote, _resp, cmodule
+from opweave.link.c._context import CONTEXT
 from opweave.tensor import dvector
 from support.graph_worker import Scaled
 
@@ -20,9 +21,9 @@ from support.graph_worker import Scaled
 def fresh_remote_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts as a fresh process does: no warnings given, no
     clients, no server marked down."""
-    monkeypatch.setattr(_remote, "_warned", set())
-    monkeypatch.setattr(_remote, "_state", {"down_until": 0.0})
-    monkeypatch.setattr(_remote, "_clients", {})
+    monkeypatch.setattr(CONTEXT, "remote_warned", set())
+    monkeypatch.setattr(CONTEXT, "remote_down_until", 0.0)
+    monkeypatch.setattr(CONTEXT, "remote_clients", {})
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:

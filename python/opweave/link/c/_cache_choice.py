@@ -14,15 +14,11 @@ from pathlib import Path
 from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CacheError, OpweaveError
+from opweave.link.c._context import CONTEXT
 
 __all__ = ["get_module_cache", "private_cache", "writable_cache_root"]
 
 _log = logging.getLogger("opweave")
-
-_caches: dict[tuple[object, ...], _core.ModuleCache] = {}
-
-
-_private: list[_core.ModuleCache] = []  # the fallback cache, made on first need
 
 
 def get_module_cache() -> _core.ModuleCache:
@@ -45,7 +41,7 @@ def get_module_cache() -> _core.ModuleCache:
         config.cache__shared_owner,
         config.compile__slot_dir,
     )
-    cache = _caches.get(settings)
+    cache = CONTEXT.caches.get(settings)
     if cache is None:
         root, timeout, max_size, jobs, read_only, shared, owner, slot_dir = settings
         layers = _readable_layers([*shared, root] if read_only else list(shared), owner)
@@ -60,10 +56,10 @@ def get_module_cache() -> _core.ModuleCache:
             shared_owner=owner,
             slot_dir=slot_dir or None,
         )
-        if not _caches:
+        if not CONTEXT.caches:
             atexit.register(_flush_counters)
         cache.keep_file_digests()  # the last cache chosen keeps them
-        _caches[settings] = cache
+        CONTEXT.caches[settings] = cache
     return cache
 
 
@@ -107,15 +103,17 @@ def writable_cache_root() -> Path | None:
 
 def private_cache() -> _core.ModuleCache:
     """A cache in a fresh private temporary directory, removed at exit."""
-    if not _private:
+    if not CONTEXT.private_cache:
         root = tempfile.mkdtemp(prefix="opweave-private-")
         atexit.register(shutil.rmtree, root, True)
-        _private.append(_core.ModuleCache(root, lock_timeout=config.cache__lock_timeout))
-    return _private[0]
+        CONTEXT.private_cache.append(
+            _core.ModuleCache(root, lock_timeout=config.cache__lock_timeout)
+        )
+    return CONTEXT.private_cache[0]
 
 
 def _flush_counters() -> None:
-    for cache in _caches.values():
+    for cache in CONTEXT.caches.values():
         try:
             cache.flush_counters()
         except OpweaveError:

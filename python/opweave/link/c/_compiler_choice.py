@@ -12,10 +12,9 @@ from opweave import _core
 from opweave.configparser import config
 from opweave.errors import MissingGXX
 from opweave.link.c._abi_keys import fingerprint
+from opweave.link.c._context import CONTEXT
 
 __all__ = ["environment_fingerprint", "get_compiler"]
-
-_compilers: dict[tuple[str, str], _core.SystemCompiler] = {}
 
 
 def get_compiler() -> _core.SystemCompiler:
@@ -25,7 +24,7 @@ def get_compiler() -> _core.SystemCompiler:
     (``config.cxx`` is empty).
     """
     settings = (config.cxx, config.cxx_launcher)
-    compiler = _compilers.get(settings)
+    compiler = CONTEXT.compilers.get(settings)
     if compiler is None:
         if not settings[0]:
             raise MissingGXX(
@@ -33,7 +32,7 @@ def get_compiler() -> _core.SystemCompiler:
                 "OPWEAVE_FLAGS=cxx=/path/to/compiler (or $CXX)"
             )
         compiler = _core.SystemCompiler(settings[0], launcher=_launcher(settings[1]))
-        _compilers[settings] = compiler
+        CONTEXT.compilers[settings] = compiler
     return compiler
 
 

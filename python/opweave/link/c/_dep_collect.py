@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from opweave import _core
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._dep_list import (
     Dependencies,
     Namespace,
@@ -122,21 +123,18 @@ def _take(
 # graph record to where the packages are installed.
 _WHERE_NAMES = frozenset({"__file__", "__cached__", "__path__", "__spec__", "__loader__"})
 
-# The names the code objects of a window name, by the set of their ids: the
-# windows of a graph's nodes run the same hooks again and again.
-_names_memo: dict[frozenset[int], tuple[list[Any], set[str]]] = {}
 _NAMES_MEMO_SIZE = 64
 
 
 def _names(codes: list[Any]) -> set[str]:
     """The names ``codes`` name (their ``co_names``)."""
     key = frozenset(map(id, codes))
-    found = _names_memo.get(key)
+    found = CONTEXT.code_names.get(key)
     if found is None:
         names = {name for code in codes for name in code.co_names} - _WHERE_NAMES
-        found = _names_memo[key] = (list(codes), names)  # the codes keep their ids theirs
-        if len(_names_memo) > _NAMES_MEMO_SIZE:
-            del _names_memo[next(iter(_names_memo))]
+        found = CONTEXT.code_names[key] = (list(codes), names)  # the codes keep their ids theirs
+        if len(CONTEXT.code_names) > _NAMES_MEMO_SIZE:
+            del CONTEXT.code_names[next(iter(CONTEXT.code_names))]
     return found[1]
 
 

@@ -52,6 +52,7 @@ from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._dep_digest import namespace_digest, values_digest
 from opweave.link.c._dep_modules import (
     origin_of,
@@ -342,7 +343,6 @@ def _target(space: Namespace) -> Any:
 
 # A RECORD's digest in a graph record: record_digest's, not the file's.
 _RECORD_MARK = "record:"
-_record_digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> digest
 
 
 def _file_digest(path: str, sha256: str) -> str:
@@ -358,10 +358,10 @@ def _dist_digest(path: str) -> str:
     try:
         status = os.stat(path)
         key = (path, status.st_size, status.st_mtime_ns)
-        found = _record_digests.get(key)
+        found = CONTEXT.record_digests.get(key)
         if found is None:
             with open(path, encoding="utf-8", errors="replace") as file:
-                found = _record_digests[key] = record_digest(file.read())
+                found = CONTEXT.record_digests[key] = record_digest(file.read())
     except OSError:
         return ""
     return _RECORD_MARK + found

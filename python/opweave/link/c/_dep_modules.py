@@ -30,6 +30,7 @@ from typing import Any
 
 from opweave import _core, _import_time
 from opweave._namedtuple import NamedTuple
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._dists import Dist, distribution_of, is_stdlib
 
 __all__ = [
@@ -52,17 +53,9 @@ class ModuleInfo(NamedTuple):
     own: bool  # one of opweave's
 
 
-_infos: dict[str, tuple[ModuleType, ModuleInfo]] = {}  # name -> (the module, its info)
-_by_file: dict[str, str] = {}  # a module's file -> its name
-_loaded: list[list[ModuleInfo]] = []  # loaded_modules() since sys.modules last changed
-_modules_watch: list[Any] = []  # a watch of sys.modules
-_records: dict[str, Any] = {}  # file -> its record (record_files), once per process
-_started: list[int] = []  # when this process started, in ns since the epoch
-
-
 def module_info(name: str, module: ModuleType) -> ModuleInfo:
     """What ``module`` (named ``name`` in sys.modules) is (see the top)."""
-    found = _infos.get(name)
+    found = CONTEXT.module_infos.get(name)
     if found is not None and found[0] is module:
         return found[1]
     path = getattr(module, "__file__", None)
@@ -74,29 +67,29 @@ def module_info(name: str, module: ModuleType) -> ModuleInfo:
     else:
         dist = distribution_of(path)
         info = ModuleInfo(name, path, "user" if dist is None else "dist", dist, own)
-    _infos[name] = (module, info)
+    CONTEXT.module_infos[name] = (module, info)
     if info.file:
-        _by_file[info.file] = name
+        CONTEXT.module_files[info.file] = name
     return info
 
 
 def loaded_modules() -> list[ModuleInfo]:
     """Every module in sys.modules, as :func:`module_info` sees it (made
     again only when sys.modules changed)."""
-    if not _modules_watch:
-        _modules_watch.append(_core.Watch([sys.modules], []))
-    elif _loaded and not _modules_watch[0].changed():
-        return _loaded[0]
-    _modules_watch[0].refresh()
+    if not CONTEXT.modules_watch:
+        CONTEXT.modules_watch.append(_core.Watch([sys.modules], []))
+    elif CONTEXT.loaded_infos and not CONTEXT.modules_watch[0].changed():
+        return CONTEXT.loaded_infos[0]
+    CONTEXT.modules_watch[0].refresh()
     found = [module_info(name, module) for name, module in list(sys.modules.items())]
-    _loaded[:] = [found]
+    CONTEXT.loaded_infos[:] = [found]
     return found
 
 
 def module_of_file(path: str) -> str | None:
     """The name of the loaded module whose file is ``path``, or None."""
     loaded_modules()
-    return _by_file.get(path)
+    return CONTEXT.module_files.get(path)
 
 
 def origin_of(name: str) -> str | None:
@@ -136,7 +129,7 @@ def started_ns() -> int:
     filesystem's clock, no later than it did: from /proc/self/stat (rounded
     down to the clock tick, less a tick of the filesystem's clock, whose
     times lag), else the moment opweave was first imported."""
-    if not _started:
+    if not CONTEXT.process_started:
         try:
             with open("/proc/self/stat") as stat:
                 ticks = int(stat.read().rpartition(")")[2].split()[19])
@@ -145,10 +138,10 @@ def started_ns() -> int:
             )
             lag = int(time.clock_getres(_import_time.CLOCK_REALTIME_COARSE) * 1e9)
             found = boot + ticks * (10**9 // os.sysconf("SC_CLK_TCK")) - lag
-            _started.append(min(found, _import_time.NS))
+            CONTEXT.process_started.append(min(found, _import_time.NS))
         except (OSError, ValueError, IndexError, AttributeError):
-            _started.append(_import_time.NS)
-    return _started[0]
+            CONTEXT.process_started.append(_import_time.NS)
+    return CONTEXT.process_started[0]
 
 
 def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) -> dict[str, Any]:
@@ -165,9 +158,9 @@ def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) 
         since[path] = started_ns()
     missing: dict[int, list[str]] = {}
     for path, when in since.items():
-        if path not in _records:
+        if path not in CONTEXT.file_records:
             missing.setdefault(when, []).append(path)
     for when, paths in missing.items():
         for record in _core.record_files(paths, when):
-            _records[record[0]] = record
-    return {path: _records[path] for path in since}
+            CONTEXT.file_records[record[0]] = record
+    return {path: CONTEXT.file_records[path] for path in since}

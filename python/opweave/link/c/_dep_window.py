@@ -34,11 +34,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from opweave import _core
+from opweave.link.c._context import CONTEXT
 
 __all__ = ["Recording", "include", "paused", "recording"]
-
-_lock = threading.Lock()
-_open: list[Recording] = []  # the recordings now open, in any thread
 
 
 class Recording:
@@ -85,13 +83,10 @@ class _RecordingEnviron(os._Environ):  # type: ignore[name-defined,misc]
         return value
 
 
-_paused = {"depth": 0}
-
-
 def _note_env(key: Any, value: str | None) -> None:
-    if _paused["depth"]:
+    if CONTEXT.windows_paused:
         return
-    for found in list(_open):
+    for found in list(CONTEXT.windows):
         found.env.setdefault(str(key), value)
 
 
@@ -134,49 +129,47 @@ class _Monitoring:
 def recording() -> Iterator[Recording]:
     """A window (see the top): what the block's code ran, opened and read."""
     found = Recording()
-    with _lock:
-        first = not _open
+    with CONTEXT.window_lock:
+        first = not CONTEXT.windows
         if first:
             os.environ.__class__ = _RecordingEnviron
         found.complete = _Monitoring.start(first)
         found.start_ns = _core.filesystem_now_ns()
         found.window.open()
-        _open.append(found)
+        CONTEXT.windows.append(found)
     try:
         yield found
     finally:
-        with _lock:
-            if found in _open:  # a forked child may have closed it
+        with CONTEXT.window_lock:
+            if found in CONTEXT.windows:  # a forked child may have closed it
                 _close(found)
 
 
 def _close(found: Recording) -> None:
-    _open.remove(found)
+    CONTEXT.windows.remove(found)
     found.codes, found.opened, found.changed = found.window.close()
-    if not _open:
+    if not CONTEXT.windows:
         os.environ.__class__ = os._Environ  # type: ignore[attr-defined]
         _Monitoring.stop()
 
 
-def _after_fork_in_child() -> None:
+def _close_other_threads_windows() -> None:
     """A forked child has only the thread that forked: the windows of the
-    others will never close, so they are closed now (and its lock, which
-    another thread may have held, is a new one)."""
-    global _lock
-    _lock = threading.Lock()
+    others will never close, so they are closed now (the fork rule of
+    :class:`._context.Context`)."""
     here = threading.get_ident()
-    for found in [found for found in _open if found.thread != here]:
+    for found in [found for found in CONTEXT.windows if found.thread != here]:
         _close(found)
         found.complete = False
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+CONTEXT.fork_rules.append(_close_other_threads_windows)
 
 
 def include(dependencies: Any) -> None:
     """Adds ``dependencies`` (of code served from a memo) to every open
     recording."""
-    for found in list(_open):
+    for found in list(CONTEXT.windows):
         found.included.append(dependencies)
 
 
@@ -185,9 +178,9 @@ def paused() -> Iterator[None]:
     """Nothing the block does is noted in the open recordings (the work of
     turning a recording into a dependency list, inside an outer window)."""
     _core.pause_dep_windows(True)
-    _paused["depth"] += 1
+    CONTEXT.windows_paused += 1
     try:
         yield
     finally:
-        _paused["depth"] -= 1
+        CONTEXT.windows_paused -= 1
         _core.pause_dep_windows(False)

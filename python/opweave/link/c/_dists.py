@@ -29,6 +29,7 @@ from typing import Any
 
 from opweave._namedtuple import NamedTuple
 from opweave.errors import OpweaveError
+from opweave.link.c._context import CONTEXT
 
 __all__ = ["Dist", "distribution_of", "import_root", "is_stdlib"]
 
@@ -42,7 +43,6 @@ class Dist(NamedTuple):
     record: str
 
 
-_maps: dict[str, dict[str, Dist]] = {}  # import root -> top-level name -> its distribution
 _RECORD_KIND = "dists"
 _MAP_FORMAT = 1
 _SUFFIXES = (".py", ".pyc", ".pyd", ".so")
@@ -56,17 +56,14 @@ def _stdlib_dirs() -> tuple[str, ...]:
 _STDLIB = _stdlib_dirs()
 
 
-_path_roots: dict[tuple[str, ...], tuple[str, ...]] = {}  # sys.path -> its roots, longest first
-
-
 def import_root(path: str) -> str | None:
     """The longest entry of ``sys.path`` that ``path`` lies below (with a
     trailing separator), or None."""
     key = tuple(sys.path)
-    roots = _path_roots.get(key)
+    roots = CONTEXT.path_roots.get(key)
     if roots is None:
         found = {os.path.join(os.path.abspath(entry or "."), "") for entry in key}
-        roots = _path_roots[key] = tuple(sorted(found, key=len, reverse=True))
+        roots = CONTEXT.path_roots[key] = tuple(sorted(found, key=len, reverse=True))
     for root in roots:
         if path.startswith(root):
             return root
@@ -93,9 +90,9 @@ def distribution_of(path: str) -> Dist | None:
         if top.endswith(suffix):
             top = top[: -len(suffix)].split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
             break
-    found = _maps.get(root)
+    found = CONTEXT.dist_maps.get(root)
     if found is None:
-        found = _maps[root] = _root_map(root)
+        found = CONTEXT.dist_maps[root] = _root_map(root)
     return found.get(top)
 
 

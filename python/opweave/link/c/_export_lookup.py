@@ -11,12 +11,11 @@ from typing import Any
 from opweave import _core
 from opweave.errors import OpweaveError
 from opweave.link.c._cache_choice import get_module_cache
+from opweave.link.c._context import CONTEXT
 from opweave.link.c.cmodule import CompiledModule, import_entry, log, lookup, verified
 
 __all__ = ["load_exports", "remember_exports"]
 
-# node code key -> (entry key, library) of the module this process last found exporting it
-_export_memo: dict[str, tuple[str, str]] = {}
 # The module attribute holding a module's exports (node key -> graph ABI
 # capsule). Modules made before exports were compiled only in a context
 # their key covers named it "nodes": their exports are never used.
@@ -28,7 +27,7 @@ def remember_exports(compiled: CompiledModule) -> None:
     opweave.link.c._node_keys), so that :func:`load_exports` checks its
     entry rather than reading the index for each of them."""
     for key in [*getattr(compiled.module, EXPORTS, {}), compiled.key]:
-        _export_memo[key] = (compiled.key, str(compiled.library))
+        CONTEXT.exports[key] = (compiled.key, str(compiled.library))
 
 
 def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None]:
@@ -50,7 +49,7 @@ def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None
         if key in found:
             continue
         entry = None
-        entry_key, library = _export_memo.get(key, ("", ""))
+        entry_key, library = CONTEXT.exports.get(key, ("", ""))
         if entry_key:
             if entry_key not in checked:
                 checked[entry_key] = lookup(cache, entry_key)
@@ -78,5 +77,5 @@ def _exported(cache: _core.ModuleCache, entry: Any, key: str) -> tuple[ModuleTyp
     if key not in exported:  # its metadata lists the key: the library does not match it
         log.warning("cache entry %s does not export node code %s", entry.dir, key[:12])
         return None
-    _export_memo[key] = (entry.key, str(library))
+    CONTEXT.exports[key] = (entry.key, str(library))
     return module, exported[key]

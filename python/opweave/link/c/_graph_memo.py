@@ -27,14 +27,13 @@ from typing import Any
 
 from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Apply, is_constant
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._node_keys import MISSING, constant_signature, memo_snapshot, signature
 from opweave.link.c.hooks import call_optional_hook, declares_version
 from opweave.link.c.kernels import code_op
 
 __all__ = ["GraphKey", "MemoKey", "forget", "graph_key", "recall", "remember", "versioned"]
 
-# key -> (compiled graph, its CompiledModule, its Dependencies); oldest first, bounded.
-_memo: dict[MemoKey, tuple[Any, Any, Any]] = {}
 _MEMO_SIZE = 256
 
 
@@ -133,17 +132,17 @@ def recall(key: MemoKey) -> tuple[Any, Any, Any] | None:
     """The compiled graph memoised under ``key``, the CompiledModule it runs
     and the dependency list of its code (whose ``check_here`` and
     :func:`.cmodule.still_current` say whether it may be used)."""
-    return _memo.get(key)
+    return CONTEXT.graphs.get(key)
 
 
 def remember(key: MemoKey, compiled: Any, module: Any, dependencies: Any) -> None:
     """Memoises ``compiled``, which runs the CompiledModule ``module``, and
     whose code came from ``dependencies``."""
-    _memo[key] = (compiled, module, dependencies)
-    if len(_memo) > _MEMO_SIZE:
-        del _memo[next(iter(_memo))]
+    CONTEXT.graphs[key] = (compiled, module, dependencies)
+    if len(CONTEXT.graphs) > _MEMO_SIZE:
+        del CONTEXT.graphs[next(iter(CONTEXT.graphs))]
 
 
 def forget(key: MemoKey) -> None:
     """Drops ``key`` (its module went stale)."""
-    _memo.pop(key, None)
+    CONTEXT.graphs.pop(key, None)

@@ -32,6 +32,7 @@ from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._dep_list import Dependencies
 from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
 from opweave.link.c._export_context import ModuleContext
@@ -74,22 +75,17 @@ class NodeCode(NamedTuple):
     dependencies: Dependencies | None = None
 
 
-# Functions whose values are part of every memo key, beside opweave's own
-# configuration: another library's settings that its ops' hooks read.
-_snapshots: list[Callable[[], Any]] = []
-
-
 def register_snapshot(provider: Callable[[], Any]) -> None:
     """Adds ``provider()`` (hashable) to the configuration that the memos of
     node and graph code are keyed on: the settings a graph library's hooks
     read (:mod:`opweave.pytensor` registers PyTensor's ``in_c_key`` flags)."""
-    _snapshots.append(provider)
+    CONTEXT.memo_snapshots.append(provider)
 
 
 def memo_snapshot() -> Any:
     """The configuration the code memos are keyed on: opweave's options and
     every registered provider's value."""
-    return (config.snapshot(), *(provider() for provider in _snapshots))
+    return (config.snapshot(), *(provider() for provider in CONTEXT.memo_snapshots))
 
 
 class SourceFiles(tuple):

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from opweave.graph.basic import Apply
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._dep_collect import collect
 from opweave.link.c._dep_window import include, recording
 from opweave.link.c._node_keys import NodeCode, memo_snapshot, signature
@@ -30,9 +31,8 @@ from opweave.link.c.kernels import code_op
 
 __all__ = ["computed_together", "node_code"]
 
-# Node codes by signature, oldest first; at most _MEMO_SIZE of them (each
-# holds its export's text), so that a long-lived process does not grow.
-_memo: dict[Any, NodeCode] = {}
+# At most this many node codes in CONTEXT.node_codes (each holds its
+# export's text), so that a long-lived process does not grow.
 _MEMO_SIZE = 4096
 
 
@@ -42,9 +42,6 @@ class _Together:
     def __init__(self) -> None:
         self.codes: dict[Any, NodeCode] = {}  # signature -> code, not yet memoised
         self.classes: set[type] = set()
-
-
-_open: list[_Together] = []
 
 
 def node_code(
@@ -60,16 +57,16 @@ def node_code(
     key = signature(node, memo_snapshot(), given)
     if key is None:
         return compute(node, given)
-    found = _memo.get(key)
+    found = CONTEXT.node_codes.get(key)
     if found is not None and found.dependencies is not None:
         if not found.dependencies.check_here():
             include(found.dependencies)
             return found
-        del _memo[key]
+        del CONTEXT.node_codes[key]
     classes = {type(node.op), type(code_op(node))}
     classes.update(type(v.type) for v in [*node.inputs, *node.outputs])
-    if _open:  # memoised when the block ends, with its list
-        together = _open[-1]
+    if CONTEXT.node_blocks:  # memoised when the block ends, with its list
+        together = CONTEXT.node_blocks[-1]
         found = together.codes.get(key)
         if found is None:
             found = together.codes[key] = compute(node, given)
@@ -84,16 +81,16 @@ def computed_together() -> Iterator[None]:
     """Node codes computed in the block share one recording and one
     dependency list (see the top)."""
     together = _Together()
-    _open.append(together)
+    CONTEXT.node_blocks.append(together)
     try:
         with recording() as seen:
             yield
     finally:
-        _open.remove(together)
+        CONTEXT.node_blocks.remove(together)
     dependencies = collect(seen, together.classes) if together.codes else None
     if dependencies is None:
         return
     for key, code in together.codes.items():
-        _memo[key] = code._replace(dependencies=dependencies)
-        if len(_memo) > _MEMO_SIZE:
-            del _memo[next(iter(_memo))]
+        CONTEXT.node_codes[key] = code._replace(dependencies=dependencies)
+        if len(CONTEXT.node_codes) > _MEMO_SIZE:
+            del CONTEXT.node_codes[next(iter(CONTEXT.node_codes))]

@@ -24,6 +24,8 @@ import hashlib
 import os
 import sys
 
+from opweave.link.c._context import CONTEXT
+
 __all__ = ["is_dist_record", "located", "portable", "record_digest"]
 
 _MARK = "@/"
@@ -32,17 +34,14 @@ _MARK = "@/"
 _HOW_INSTALLED = ("/RECORD", "/direct_url.json", "/INSTALLER", "/REQUESTED")
 
 
-_roots_memo: dict[tuple[str, ...], tuple[tuple[str, ...], frozenset[str]]] = {}
-
-
 def _roots() -> tuple[tuple[str, ...], frozenset[str]]:
     """This process's import roots, in ``sys.path`` order, each with a final
     separator, and as a set; kept per ``sys.path``."""
     key = tuple(sys.path)
-    found = _roots_memo.get(key)
+    found = CONTEXT.portable_roots.get(key)
     if found is None:
         roots = tuple(dict.fromkeys(os.path.join(os.path.abspath(p or "."), "") for p in key))
-        found = _roots_memo[key] = (roots, frozenset(roots))
+        found = CONTEXT.portable_roots[key] = (roots, frozenset(roots))
     return found
 
 

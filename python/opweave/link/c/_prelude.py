@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 from opweave import _core
 from opweave.link.c._abi_keys import numpy_abi_key, python_abi_key
+from opweave.link.c._context import CONTEXT
 
 _log = logging.getLogger("opweave")
 
@@ -38,11 +38,6 @@ PYTHON_PRELUDE: str = _core.PYTHON_PRELUDE
 # and for cancelled ones to return.
 _EXIT_WAIT_SECONDS = 10.0
 _CANCELLED_WAIT_SECONDS = 5.0
-
-_lock = threading.Lock()  # guards the collections below
-_builds: dict[tuple[str, str], threading.Thread] = {}  # (cache root, key) -> build in flight
-_failed: set[tuple[str, str]] = set()  # builds that failed in this process
-_state = {"exit_hook": False, "interrupted": False}
 
 
 def choose(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest:
@@ -77,8 +72,8 @@ def start_build(
     assert prelude is not None  # build_module calls this for a request with a prelude
     key = _core.prelude_key(compiler, request.job, prelude.header_text, prelude.extra)
     build = (str(cache.root), key)
-    with _lock:
-        if build in _builds or build in _failed:
+    with CONTEXT.prelude_lock:
+        if build in CONTEXT.prelude_builds or build in CONTEXT.prelude_failed:
             return
         thread = threading.Thread(
             target=_build,
@@ -86,10 +81,10 @@ def start_build(
             name=f"opweave-prelude-{key[:12]}",
             daemon=True,
         )
-        _builds[build] = thread
-        if not _state["exit_hook"]:
+        CONTEXT.prelude_builds[build] = thread
+        if not CONTEXT.prelude_exit_hook:
             atexit.register(_at_exit)
-            _state["exit_hook"] = True
+            CONTEXT.prelude_exit_hook = True
         thread.start()
     _log.debug("building precompiled prelude %s in the background", key[:12])
 
@@ -99,8 +94,8 @@ def wait_for_prelude_builds(timeout: float | None = None) -> bool:
     none is still running (at most ``timeout`` seconds, if given)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        with _lock:
-            running = list(_builds.values())
+        with CONTEXT.prelude_lock:
+            running = list(CONTEXT.prelude_builds.values())
         if not running:
             return True
         for thread in running:
@@ -113,12 +108,12 @@ def wait_for_prelude_builds(timeout: float | None = None) -> bool:
 def note_interrupt() -> None:
     """Records that a compile of this process was interrupted, so that exit
     does not wait for background builds."""
-    _state["interrupted"] = True
+    CONTEXT.prelude_interrupted = True
 
 
 def _interrupted() -> bool:
     last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-    return _state["interrupted"] or isinstance(last, KeyboardInterrupt)
+    return CONTEXT.prelude_interrupted or isinstance(last, KeyboardInterrupt)
 
 
 def _at_exit() -> None:
@@ -157,19 +152,8 @@ def _build(
         _log.info(
             "precompiled prelude %s not built; modules compile without it: %s", key[:12], error
         )
-        with _lock:
-            _failed.add(build)
+        with CONTEXT.prelude_lock:
+            CONTEXT.prelude_failed.add(build)
     finally:
-        with _lock:
-            _builds.pop(build, None)
-
-
-def _reset_after_fork() -> None:
-    """A forked child has none of its parent's threads: forget their builds."""
-    global _lock
-    _lock = threading.Lock()
-    _builds.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+        with CONTEXT.prelude_lock:
+            CONTEXT.prelude_builds.pop(build, None)

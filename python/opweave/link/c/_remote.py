@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import time
 from urllib.parse import unquote, urlsplit
 
@@ -49,6 +48,7 @@ from opweave import _core
 from opweave.configparser import config
 from opweave.errors import CacheError
 from opweave.link.c import _entry_pack, _resp
+from opweave.link.c._context import CONTEXT
 
 __all__ = ["RedisStorage", "fetch_entry", "remote_name", "shown_url", "storage", "store_entry"]
 
@@ -56,20 +56,6 @@ _log = logging.getLogger("opweave")
 
 _PURPOSE = "remote entry"
 _RETRY_SECONDS = 60.0
-
-_clients: dict[tuple[str, float, int], _resp.RespClient] = {}
-_state = {"down_until": 0.0}
-_warned: set[str] = set()  # the kinds of once-per-process warnings given
-
-
-def _drop_clients_after_fork() -> None:
-    """In a forked child: forgets the parent's connections (see the top)."""
-    for client in _clients.values():
-        client.close()
-    _clients.clear()
-
-
-os.register_at_fork(after_in_child=_drop_clients_after_fork)
 
 
 def remote_name(key: str) -> str:
@@ -102,8 +88,8 @@ def _warn_once(kind: str, message: str) -> None:
     """Logs ``message`` as a WARNING the first time for ``kind`` in this
     process, then at DEBUG; the password of the URL is never shown."""
     message = _scrub(message)
-    if kind not in _warned:
-        _warned.add(kind)
+    if kind not in CONTEXT.remote_warned:
+        CONTEXT.remote_warned.add(kind)
         _log.warning("%s", message)
     else:
         _log.debug("%s", message)
@@ -113,18 +99,18 @@ def _client() -> _resp.RespClient | None:
     """The client of the configured remote, or None when there is none or
     it failed recently."""
     url = config.cache__remote
-    if not url or time.monotonic() < _state["down_until"]:
+    if not url or time.monotonic() < CONTEXT.remote_down_until:
         return None
     settings = (url, config.cache__remote_timeout, config.cache__remote_max_entry)
-    client = _clients.get(settings)
+    client = CONTEXT.remote_clients.get(settings)
     if client is None:
         try:
             client = _resp.RespClient(*settings)
         except ValueError as error:  # e.g. a database that is not a number
             _warn_once("server", f"not using the remote cache {shown_url()}: {error}")
-            _state["down_until"] = float("inf")
+            CONTEXT.remote_down_until = float("inf")
             return None
-        _clients[settings] = client
+        CONTEXT.remote_clients[settings] = client
     return client
 
 
@@ -158,7 +144,7 @@ def _secrets() -> tuple[bytes, ...] | None:
 
 def _failed(action: str, error: Exception) -> None:
     if isinstance(error, OSError):  # refused, unreachable, timed out, closed
-        _state["down_until"] = time.monotonic() + _RETRY_SECONDS
+        CONTEXT.remote_down_until = time.monotonic() + _RETRY_SECONDS
     _warn_once(
         "server",
         f"the remote cache {shown_url()} failed to {action} ({error}); "

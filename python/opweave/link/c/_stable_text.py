@@ -38,18 +38,14 @@ import numpy as np
 
 from opweave.configparser import Snapshot
 from opweave.graph.basic import is_constant
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._node_keys import SourceFiles
 
 __all__ = ["Unstable", "stable_text", "stable_texts"]
 
 _MAX_DEPTH = 64
 _ARRAY_BYTES = 1 << 16
-_class_texts: dict[type, str] = {}
-_method_digests: dict[type, str] = {}
-_props_texts: dict[int, tuple[Any, str]] = {}  # id -> (object, its text); oldest first
 _PROPS_MEMO_SIZE = 4096
-_value_texts: dict[Any, str] = {}  # see stable_texts
-_module_texts: dict[str, str] = {}  # module name -> its text (see _module_text)
 
 
 class Unstable(Exception):
@@ -69,11 +65,11 @@ def stable_texts(values: Any) -> list[str]:
     renderer = _Renderer()
     texts = []
     for value in values:
-        found = _value_texts.get(value)
+        found = CONTEXT.value_texts.get(value)
         if found is None:
-            found = _value_texts[value] = renderer.text(value)
-            if len(_value_texts) > _PROPS_MEMO_SIZE:
-                del _value_texts[next(iter(_value_texts))]
+            found = CONTEXT.value_texts[value] = renderer.text(value)
+            if len(CONTEXT.value_texts) > _PROPS_MEMO_SIZE:
+                del CONTEXT.value_texts[next(iter(CONTEXT.value_texts))]
         texts.append(found)
     return texts
 
@@ -191,15 +187,15 @@ def _props_text(renderer: _Renderer, value: Any, props: tuple[str, ...]) -> str:
     """The text of an object with ``__props__`` (immutable, as ops and types
     are by contract), kept per object: a graph names its ops and types again
     and again. The memo holds the object, so its id stays its own."""
-    found = _props_texts.get(id(value))
+    found = CONTEXT.props_texts.get(id(value))
     if found is not None and found[0] is value:
         return found[1]
     text = renderer.fields_text(value, [(name, getattr(value, name)) for name in props])
     if len(text) > 256:  # a long text is named by its digest
         text = f"#{hashlib.sha256(text.encode()).hexdigest()}"
-    _props_texts[id(value)] = (value, text)
-    if len(_props_texts) > _PROPS_MEMO_SIZE:
-        del _props_texts[next(iter(_props_texts))]
+    CONTEXT.props_texts[id(value)] = (value, text)
+    if len(CONTEXT.props_texts) > _PROPS_MEMO_SIZE:
+        del CONTEXT.props_texts[next(iter(CONTEXT.props_texts))]
     return text
 
 
@@ -224,12 +220,12 @@ def _code_name(value: Any) -> str:
 
 
 def _class_text(cls: type) -> str:
-    found = _class_texts.get(cls)
+    found = CONTEXT.class_texts.get(cls)
     if found is None:
         files = sorted({_module_text(c.__module__) for c in cls.__mro__ if c is not object})
         methods = [_methods_digest(c) for c in cls.__mro__]
         digest = hashlib.sha256("\n".join([*files, *methods]).encode()).hexdigest()[:16]
-        found = _class_texts[cls] = f"<{_code_name(cls)}@{digest}>"
+        found = CONTEXT.class_texts[cls] = f"<{_code_name(cls)}@{digest}>"
     return found
 
 
@@ -240,7 +236,7 @@ def _methods_digest(cls: type) -> str:
     file's, which the class text covers. Any other (a hook patched at run
     time, a method borrowed from another class) adds its code, so that it
     makes another class text."""
-    found = _method_digests.get(cls)
+    found = CONTEXT.method_digests.get(cls)
     if found is None:
         digest = hashlib.sha256()
         for name, attribute in sorted(vars(cls).items()):
@@ -255,7 +251,7 @@ def _methods_digest(cls: type) -> str:
             digest.update(f"{function.__module__}.{function.__qualname__}".encode())
             for part in _code_parts(code):
                 digest.update(part)
-        found = _method_digests[cls] = digest.hexdigest()
+        found = CONTEXT.method_digests[cls] = digest.hexdigest()
     return found
 
 
@@ -287,10 +283,10 @@ def _module_text(module_name: str) -> str:
     part of the text: a graph record's dependency list holds every file of
     the classes and the code that ran, by content, and a record whose file
     changed is not used (and is replaced)."""
-    found = _module_texts.get(module_name)
+    found = CONTEXT.module_texts.get(module_name)
     if found is None:
         module = sys.modules.get(module_name)
         if module_name != "builtins" and (module is None or not getattr(module, "__file__", None)):
             raise Unstable(f"module {module_name} has no source file")
-        found = _module_texts[module_name] = module_name
+        found = CONTEXT.module_texts[module_name] = module_name
     return found

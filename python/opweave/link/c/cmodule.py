@@ -41,6 +41,7 @@ from opweave.link.c import _prelude
 from opweave.link.c._abi_keys import covered_header_dirs, numpy_abi_key, python_abi_key
 from opweave.link.c._cache_choice import get_module_cache, private_cache, writable_cache_root
 from opweave.link.c._compiler_choice import environment_fingerprint, get_compiler
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._requests import extension_job, module_request, prelude_request
 
 __all__ = [
@@ -71,8 +72,6 @@ PYTHON_PRELUDE = _prelude.PYTHON_PRELUDE
 wait_for_prelude_builds = _prelude.wait_for_prelude_builds
 
 log = logging.getLogger("opweave")
-
-_loaded: dict[str, ModuleType] = {}  # imported modules, by library path
 
 
 class CompiledModule(NamedTuple):
@@ -310,8 +309,8 @@ def import_entry(cache: _core.ModuleCache, entry: Any, name: str) -> ModuleType 
 
 def _import(library: Path, name: str) -> ModuleType:
     path = str(library)
-    module = _loaded.get(path)
+    module = CONTEXT.loaded_modules.get(path)
     if module is None:
         module = load_extension(path, name)
-        _loaded[path] = module
+        CONTEXT.loaded_modules[path] = module
     return module

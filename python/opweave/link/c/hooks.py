@@ -15,6 +15,7 @@ from typing import Any
 
 from opweave.configparser import config
 from opweave.graph.utils import not_defined_errors
+from opweave.link.c._context import CONTEXT
 
 __all__ = [
     "as_code_list",
@@ -26,13 +27,10 @@ __all__ = [
     "has_hook",
 ]
 
-# (accepts **kwargs, names of keyword-capable parameters), per function.
-_signatures: dict[Any, tuple[bool, frozenset[str]]] = {}
-
 
 def _accepted(function: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
     key = getattr(function, "__func__", function)
-    found = _signatures.get(key)
+    found = CONTEXT.hook_signatures.get(key)
     if found is None:
         try:
             parameters = inspect.signature(function).parameters.values()
@@ -44,7 +42,7 @@ def _accepted(function: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
                 p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
             )
             found = (var_keyword, names)
-        _signatures[key] = found
+        CONTEXT.hook_signatures[key] = found
     return found
 
 

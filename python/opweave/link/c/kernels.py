@@ -21,6 +21,8 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
+from opweave.link.c._context import CONTEXT
+
 __all__ = [
     "KERNEL_CLASSES",
     "code_op",
@@ -33,13 +35,10 @@ _log = logging.getLogger(__name__)
 
 Provider = Callable[[Any], Any]
 
-_providers: dict[type, Provider] = {}
-_declined: set[Any] = set()  # what was logged as declined, once each
-_interned: dict[Any, Any] = {}  # a provider's answers, one object per equal answer
 
 # The registered classes, live and read-only: paths taken on every cache hit
 # test ``type(node.op) in KERNEL_CLASSES`` (no Python call) before code_op.
-KERNEL_CLASSES = MappingProxyType(_providers)
+KERNEL_CLASSES = MappingProxyType(CONTEXT.kernel_providers)
 
 
 def register_kernel(op_class: type, provider: Provider) -> None:
@@ -52,24 +51,24 @@ def register_kernel(op_class: type, provider: Provider) -> None:
         raise TypeError(f"register_kernel needs an op class, got {op_class!r}")
     if not callable(provider):
         raise TypeError(f"a kernel provider must be callable, got {provider!r}")
-    _providers[op_class] = provider
+    CONTEXT.kernel_providers[op_class] = provider
 
 
 def unregister_kernel(op_class: type) -> None:
     """Removes ``op_class``'s registration (nothing if it has none)."""
-    _providers.pop(op_class, None)
+    CONTEXT.kernel_providers.pop(op_class, None)
 
 
 def registered_kernels() -> dict[type, Provider]:
     """The registered op classes and their providers (a copy)."""
-    return dict(_providers)
+    return dict(CONTEXT.kernel_providers)
 
 
 def code_op(node: Any) -> Any:
     """The object whose C hooks are ``node``'s C code: what a registered
     provider gives for it, else its op."""
     op = node.op
-    provider = _providers.get(type(op))
+    provider = CONTEXT.kernel_providers.get(type(op))
     if provider is None:
         return op
     found = provider(node)
@@ -77,7 +76,7 @@ def code_op(node: Any) -> Any:
         _log_declined(node)
         return op
     try:  # one object for equal answers: code is gathered by object identity
-        return _interned.setdefault(found, found)
+        return CONTEXT.kernel_answers.setdefault(found, found)
     except TypeError:  # unhashable: as it is
         return found
 
@@ -92,9 +91,9 @@ def _log_declined(node: Any) -> None:
         return
     key: Any = (node.op, tuple(v.type for v in node.inputs))
     try:
-        if key in _declined:
+        if key in CONTEXT.kernels_declined:
             return
-        _declined.add(key)
+        CONTEXT.kernels_declined.add(key)
     except TypeError:  # unhashable: logged each time
         pass
     _log.log(

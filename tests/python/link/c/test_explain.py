@@ -12,7 +12,7 @@ import pytest
 from support.ops import TwoWays, copy_and_update
 
 import opweave
-from opweave.link.c import _graph_memo
+from opweave.link.c._context import CONTEXT
 from opweave.tensor import dvector
 
 LOGGER = "opweave.link.c._graph_lookup"
@@ -34,7 +34,7 @@ def test_each_way_to_a_module_is_named(tmp_path, caplog: pytest.LogCaptureFixtur
         opweave.function([x], out)
         [memo] = lines(caplog)
         assert ": this process's memo (module " in memo
-        _graph_memo._memo.clear()  # as a fresh process: the graph index
+        CONTEXT.graphs.clear()  # as a fresh process: the graph index
         opweave.function([x], out)
         [indexed] = lines(caplog)
         assert ": graph record " in indexed and "(module " in indexed
@@ -55,7 +55,7 @@ def test_a_changed_dependency_is_named(tmp_path, monkeypatch, caplog) -> None:
     x = dvector("x")
     with opweave.config.change_flags(compiledir=str(tmp_path)):
         opweave.function([x], Scaled()(x))
-        _graph_memo._memo.clear()
+        CONTEXT.graphs.clear()
         monkeypatch.setattr(Scaled, "FACTOR", 3.0)
         with caplog.at_level(logging.INFO):
             f = opweave.function([x], Scaled()(x))

@@ -16,6 +16,7 @@ from opweave.examples.vector_times_scalar import VectorTimesScalar
 import opweave
 from opweave.configparser import config
 from opweave.link.c import _graph_memo, cmodule
+from opweave.link.c._context import CONTEXT
 from opweave.tensor import dscalar, dvector
 
 
@@ -131,7 +132,7 @@ def test_an_evicted_entry_is_still_used_from_memory() -> None:
     since it was loaded does not make it stale."""
     inputs, out = _graph()
     f = opweave.function(inputs, out)
-    key = next(k for k, (graph, _, _) in _graph_memo._memo.items() if graph.library == f.library)
+    key = next(k for k, (graph, _, _) in CONTEXT.graphs.items() if graph.library == f.library)
     module = _graph_memo.recall(key)[1]
     assert cmodule.get_module_cache().evict(module.key)
     calls = CountingTimesScalar.calls
@@ -152,7 +153,7 @@ def test_ops_without_a_version_are_not_memoised() -> None:
         fgraph = opweave.graph.fg.FunctionGraph([x, a], [op(x, a)])
         assert _graph_memo.versioned(fgraph.toposort()) == memoised
         f = opweave.function([x, a], op(x, a))
-        held = any(graph.library == f.library for graph, _, _ in _graph_memo._memo.values())
+        held = any(graph.library == f.library for graph, _, _ in CONTEXT.graphs.values())
         assert held == memoised
 
 

@@ -27,7 +27,7 @@ from opweave.compile.function import function
 from opweave.compile.mode import Mode
 from opweave.graph.basic import Apply
 from opweave.graph.op import Op
-from opweave.link.c import _export_lookup
+from opweave.link.c._context import CONTEXT
 from opweave.link.c.cmodule import get_module_cache
 from opweave.link.c.opwise import OpWiseCLinker
 from opweave.tensor import dscalar, dvector
@@ -147,7 +147,7 @@ def test_a_damaged_index_file_is_ignored_and_repaired_by_verify() -> None:
     assert files
     for path in files:
         path.write_text("not-a-key-at-all\n")
-    _export_lookup._export_memo.clear()  # as in a new process: the index is read
+    CONTEXT.exports.clear()  # as in a new process: the index is read
     again = chain(ks)  # the module is found by its own key, and indexed again
     np.testing.assert_allclose(again(X), expected(ks), rtol=1e-12)
     assert all(p.read_text() != "not-a-key-at-all\n" for p in files if p.exists())
@@ -250,7 +250,7 @@ def test_a_one_node_module_of_c_mode_is_the_export_of_its_node() -> None:
     alone = function([x, s], VectorTimesScalar()(x, s), mode="C")
     (entry,) = compiled_modules()
     assert entry.exports == [entry.key]
-    _export_lookup._export_memo.clear()  # as in a new process: found through the index
+    CONTEXT.exports.clear()  # as in a new process: found through the index
     twice = function([x, s], VectorTimesScalar()(VectorTimesScalar()(x, s), s), mode=CPY)
     assert twice.node_outcomes == ["hit", "hit"] and len(compiled_modules()) == 1
     assert twice(np.ones(2), np.array(3.0)).tolist() == [9.0, 9.0]
@@ -262,11 +262,11 @@ def test_a_one_node_module_of_c_mode_is_the_export_of_its_node() -> None:
 def test_the_memo_of_node_codes_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     from opweave.link.c import _node_memo
 
-    monkeypatch.setattr(_node_memo, "_memo", {})
+    monkeypatch.setattr(CONTEXT, "node_codes", {})
     monkeypatch.setattr(_node_memo, "_MEMO_SIZE", 3)
     ks = constants(6, seed=8)
     f = chain(ks)
-    assert len(_node_memo._memo) == 3
+    assert len(CONTEXT.node_codes) == 3
     np.testing.assert_allclose(f(X), expected(ks), rtol=1e-12)
     again = chain(ks)  # keys computed again, the same: nothing compiled
     assert again.compile_profile["compiled"] == 0

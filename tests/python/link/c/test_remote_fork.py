@@ -10,6 +10,8 @@ import multiprocessing
 import numpy as np
 import pytest
 
+from opweave.link.c._context import CONTEXT
+
 pytestmark = pytest.mark.slow  # processes that compile
 
 
@@ -19,13 +21,12 @@ def _compile_in_child(scale: float, queue: multiprocessing.Queue) -> None:  # ty
     from support.graph_worker import Scaled
 
     import opweave
-    from opweave.link.c import _remote
     from opweave.tensor import dvector
 
-    inherited = list(_remote._clients.values())
+    inherited = list(CONTEXT.remote_clients.values())
     x = dvector("x")
     f = opweave.function([x], Scaled(scale)(x))
-    [client] = _remote._clients.values()
+    [client] = CONTEXT.remote_clients.values()
     queue.put(
         {
             "value": float(f(np.ones(1))[0]),
@@ -39,14 +40,13 @@ def test_a_forked_child_never_uses_its_parents_remote_connection(redis_url: str)
     from support.graph_worker import Scaled
 
     import opweave
-    from opweave.link.c import _remote
     from opweave.tensor import dvector
 
     flags = {"cache__remote": redis_url, "cache__remote_secret": "team"}
     with opweave.config.change_flags(**flags):
         x = dvector("x")
         assert opweave.function([x], Scaled(21)(x))(np.ones(1))[0] == 21  # a remote miss, stored
-        [parent] = _remote._clients.values()
+        [parent] = CONTEXT.remote_clients.values()
         assert parent._sock is not None
         mine = parent._sock.getsockname()
         context = multiprocessing.get_context("fork")

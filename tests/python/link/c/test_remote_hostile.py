@@ -27,7 +27,8 @@ from support.hostile_server import (
 from support.remote_entries import fetch, fresh_remote_state
 
 import opweave
-from opweave.link.c import _remote, _resp, cmodule
+from opweave.link.c import _resp, cmodule
+from opweave.link.c._context import CONTEXT
 
 pytestmark = pytest.mark.usefixtures("fresh_remote_state")
 _ = fresh_remote_state  # the fixture, for pytest to find
@@ -126,7 +127,7 @@ def test_no_message_shows_the_password(caplog: pytest.LogCaptureFixture) -> None
         bad = url.replace("redis://", "redis://user:topsecret@") + "/0"
         flags = {"cache__remote": bad, "cache__remote_timeout": 0.3}
         with opweave.config.change_flags(**flags, cache__remote_trust_unsigned=True):
-            _remote._state["down_until"] = 0.0
+            CONTEXT.remote_down_until = 0.0
             assert not fetch(cmodule.get_module_cache(), "0" * 64)
     messages = [r.getMessage() for r in caplog.records]
     assert any("WRONGPASS" in m and "user:***@" in m for m in messages), messages
