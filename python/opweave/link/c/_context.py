@@ -22,109 +22,153 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["CONTEXT", "Context"]
 
 
-@dataclass(eq=False)
 class Context:
-    """The state of the C back end in one process (see the module)."""
+    """The state of the C back end in one process (see the module). A plain
+    class with slots: a fresh process creates it at import, on the path of
+    every hit."""
 
-    # --- Choices: the caches and compilers that configurations resolve to.
-    #: cache settings -> the ModuleCache opened for them (:mod:`._cache_choice`)
-    caches: dict[tuple[object, ...], Any] = field(default_factory=dict)
-    #: the fallback private cache, once made (at most one item)
-    private_cache: list[Any] = field(default_factory=list)
-    #: (cxx, launcher) -> the SystemCompiler found for them (:mod:`._compiler_choice`)
-    compilers: dict[tuple[str, str], Any] = field(default_factory=dict)
-
-    # --- Registries: what code registers with opweave.
-    #: op class -> the provider of its C code (:mod:`.kernels`)
-    kernel_providers: dict[type, Callable[[Any], Any]] = field(default_factory=dict)
-    #: the kernels that declined a node, logged once each
-    kernels_declined: set[Any] = field(default_factory=set)
-    #: a provider's answers, one object per equal answer
-    kernel_answers: dict[Any, Any] = field(default_factory=dict)
-    #: functions whose values are part of every memo key beside opweave's own
-    #: configuration: other libraries' settings their ops' hooks read (:mod:`._node_keys`)
-    memo_snapshots: list[Callable[[], Any]] = field(default_factory=list)
-
-    # --- Memos: what was found or computed once and holds while its inputs do.
-    #: graph memo key -> (compiled graph, its module, its dependencies),
-    #: oldest first, bounded (:mod:`._graph_memo`)
-    graphs: dict[Any, tuple[Any, Any, Any]] = field(default_factory=dict)
-    #: node codes by signature, oldest first, bounded (:mod:`._node_memo`)
-    node_codes: dict[Any, Any] = field(default_factory=dict)
-    #: node code key -> (entry key, library) of the module last found
-    #: exporting it (:mod:`._export_lookup`)
-    exports: dict[str, tuple[str, str]] = field(default_factory=dict)
-    #: imported graph modules, by library path (:mod:`.cmodule`)
-    loaded_modules: dict[str, Any] = field(default_factory=dict)
-    #: stable texts (:mod:`._stable_text`): of classes, of their methods'
-    #: bytecode, of props objects (id -> (object, text), oldest first), of
-    #: values, of modules (by name)
-    class_texts: dict[type, str] = field(default_factory=dict)
-    method_digests: dict[type, str] = field(default_factory=dict)
-    props_texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
-    value_texts: dict[Any, str] = field(default_factory=dict)
-    module_texts: dict[str, str] = field(default_factory=dict)
-    #: function -> (accepts **kwargs, its keyword-capable parameters) (:mod:`.hooks`)
-    hook_signatures: dict[Any, tuple[bool, frozenset[str]]] = field(default_factory=dict)
-    #: the names code objects name, by the set of their ids: the windows of a
-    #: graph's nodes run the same hooks again and again (:mod:`._dep_collect`)
-    code_names: dict[frozenset[int], tuple[list[Any], set[str]]] = field(default_factory=dict)
-    #: (path, size, mtime_ns) of a RECORD -> its digest (:mod:`._dep_list`)
-    record_digests: dict[tuple[str, int, int], str] = field(default_factory=dict)
-    #: modules (:mod:`._dep_modules`): name -> (the module, its info); a
-    #: module's file -> its name; the last loaded_modules() (at most one
-    #: item) and the watch of sys.modules it holds for (at most one); file ->
-    #: its record; when this process started, in ns (at most one item)
-    module_infos: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    module_files: dict[str, str] = field(default_factory=dict)
-    loaded_infos: list[Any] = field(default_factory=list)
-    modules_watch: list[Any] = field(default_factory=list)
-    file_records: dict[str, Any] = field(default_factory=dict)
-    process_started: list[int] = field(default_factory=list)
-    #: import root -> top-level name -> its distribution (:mod:`._dists`)
-    dist_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: sys.path -> its import roots, longest first (:mod:`._dists`)
-    path_roots: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
-    #: sys.path -> (its roots, their names) (:mod:`._portable`)
-    portable_roots: dict[tuple[str, ...], tuple[tuple[str, ...], frozenset[str]]] = field(
-        default_factory=dict
+    __slots__ = (
+        "caches",
+        "class_texts",
+        "code_names",
+        "compilers",
+        "dist_maps",
+        "exports",
+        "file_records",
+        "fork_rules",
+        "graphs",
+        "hook_signatures",
+        "kernel_answers",
+        "kernel_providers",
+        "kernels_declined",
+        "loaded_infos",
+        "loaded_modules",
+        "memo_snapshots",
+        "method_digests",
+        "module_files",
+        "module_infos",
+        "module_texts",
+        "modules_watch",
+        "node_blocks",
+        "node_codes",
+        "path_roots",
+        "portable_roots",
+        "prelude_builds",
+        "prelude_exit_hook",
+        "prelude_failed",
+        "prelude_interrupted",
+        "prelude_lock",
+        "private_cache",
+        "process_started",
+        "props_texts",
+        "record_digests",
+        "remote_clients",
+        "remote_down_until",
+        "remote_warned",
+        "value_texts",
+        "window_lock",
+        "windows",
+        "windows_paused",
     )
 
-    # --- Recordings open now (:mod:`._dep_window`, :mod:`._node_memo`).
-    window_lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the dependency recordings open now, in any thread
-    windows: list[Any] = field(default_factory=list)
-    #: how deep recording is paused
-    windows_paused: int = 0
-    #: the node-code blocks open now (computed_together)
-    node_blocks: list[Any] = field(default_factory=list)
+    def __init__(self) -> None:
 
-    # --- Connections and background work.
-    #: (url, timeout, pid) -> its Redis client (:mod:`._remote`)
-    remote_clients: dict[tuple[str, float, int], Any] = field(default_factory=dict)
-    #: until when (time.monotonic()) the remote tier is not asked again
-    remote_down_until: float = 0.0
-    #: the kinds of once-per-process warnings given about it
-    remote_warned: set[str] = field(default_factory=set)
-    #: guards prelude_builds and prelude_failed (:mod:`._prelude`)
-    prelude_lock: threading.Lock = field(default_factory=threading.Lock)
-    #: (cache root, prelude key) -> its build's thread, while it runs
-    prelude_builds: dict[tuple[str, str], threading.Thread] = field(default_factory=dict)
-    #: the prelude builds that failed in this process
-    prelude_failed: set[tuple[str, str]] = field(default_factory=set)
-    #: whether the exit hook that waits for them is registered
-    prelude_exit_hook: bool = False
-    #: whether a compile of this process was interrupted (exit waits for none)
-    prelude_interrupted: bool = False
+        # --- Choices: the caches and compilers that configurations resolve to.
+        # cache settings -> the ModuleCache opened for them (:mod:`._cache_choice`)
+        self.caches: dict[tuple[object, ...], Any] = dict()
+        # the fallback private cache, once made (at most one item)
+        self.private_cache: list[Any] = list()
+        # (cxx, launcher) -> the SystemCompiler found for them (:mod:`._compiler_choice`)
+        self.compilers: dict[tuple[str, str], Any] = dict()
 
-    #: what else a forked child must do, run by after_fork_in_child
-    fork_rules: list[Callable[[], None]] = field(default_factory=list)
+        # --- Registries: what code registers with opweave.
+        # op class -> the provider of its C code (:mod:`.kernels`)
+        self.kernel_providers: dict[type, Callable[[Any], Any]] = dict()
+        # the kernels that declined a node, logged once each
+        self.kernels_declined: set[Any] = set()
+        # a provider's answers, one object per equal answer
+        self.kernel_answers: dict[Any, Any] = dict()
+        # functions whose values are part of every memo key beside opweave's own
+        # configuration: other libraries' settings their ops' hooks read (:mod:`._node_keys`)
+        self.memo_snapshots: list[Callable[[], Any]] = list()
+
+        # --- Memos: what was found or computed once and holds while its inputs do.
+        # graph memo key -> (compiled graph, its module, its dependencies),
+        # oldest first, bounded (:mod:`._graph_memo`)
+        self.graphs: dict[Any, tuple[Any, Any, Any]] = dict()
+        # node codes by signature, oldest first, bounded (:mod:`._node_memo`)
+        self.node_codes: dict[Any, Any] = dict()
+        # node code key -> (entry key, library) of the module last found
+        # exporting it (:mod:`._export_lookup`)
+        self.exports: dict[str, tuple[str, str]] = dict()
+        # imported graph modules, by library path (:mod:`.cmodule`)
+        self.loaded_modules: dict[str, Any] = dict()
+        # stable texts (:mod:`._stable_text`): of classes, of their methods'
+        # bytecode, of props objects (id -> (object, text), oldest first), of
+        # values, of modules (by name)
+        self.class_texts: dict[type, str] = dict()
+        self.method_digests: dict[type, str] = dict()
+        self.props_texts: dict[int, tuple[Any, str]] = dict()
+        self.value_texts: dict[Any, str] = dict()
+        self.module_texts: dict[str, str] = dict()
+        # function -> (accepts **kwargs, its keyword-capable parameters) (:mod:`.hooks`)
+        self.hook_signatures: dict[Any, tuple[bool, frozenset[str]]] = dict()
+        # the names code objects name, by the set of their ids: the windows of a
+        # graph's nodes run the same hooks again and again (:mod:`._dep_collect`)
+        self.code_names: dict[frozenset[int], tuple[list[Any], set[str]]] = dict()
+        # (path, size, mtime_ns) of a RECORD -> its digest (:mod:`._dep_list`)
+        self.record_digests: dict[tuple[str, int, int], str] = dict()
+        # modules (:mod:`._dep_modules`): name -> (the module, its info); a
+        # module's file -> its name; the last loaded_modules() (at most one
+        # item) and the watch of sys.modules it holds for (at most one); file ->
+        # its record; when this process started, in ns (at most one item)
+        self.module_infos: dict[str, tuple[Any, Any]] = dict()
+        self.module_files: dict[str, str] = dict()
+        self.loaded_infos: list[Any] = list()
+        self.modules_watch: list[Any] = list()
+        self.file_records: dict[str, Any] = dict()
+        self.process_started: list[int] = list()
+        # import root -> top-level name -> its distribution (:mod:`._dists`)
+        self.dist_maps: dict[str, dict[str, Any]] = dict()
+        # sys.path -> its import roots, longest first (:mod:`._dists`)
+        self.path_roots: dict[tuple[str, ...], tuple[str, ...]] = dict()
+        # sys.path -> (its roots, their names) (:mod:`._portable`)
+        self.portable_roots: dict[tuple[str, ...], tuple[tuple[str, ...], frozenset[str]]] = dict()
+
+        # --- Recordings open now (:mod:`._dep_window`, :mod:`._node_memo`).
+        self.window_lock: threading.Lock = threading.Lock()
+        # the dependency recordings open now, in any thread
+        self.windows: list[Any] = list()
+        # how deep recording is paused
+        self.windows_paused: int = 0
+        # the node-code blocks open now (computed_together)
+        self.node_blocks: list[Any] = list()
+
+        # --- Connections and background work.
+        # (url, timeout, pid) -> its Redis client (:mod:`._remote`)
+        self.remote_clients: dict[tuple[str, float, int], Any] = dict()
+        # until when (time.monotonic()) the remote tier is not asked again
+        self.remote_down_until: float = 0.0
+        # the kinds of once-per-process warnings given about it
+        self.remote_warned: set[str] = set()
+        # guards prelude_builds and prelude_failed (:mod:`._prelude`)
+        self.prelude_lock: threading.Lock = threading.Lock()
+        # (cache root, prelude key) -> its build's thread, while it runs
+        self.prelude_builds: dict[tuple[str, str], threading.Thread] = dict()
+        # the prelude builds that failed in this process
+        self.prelude_failed: set[tuple[str, str]] = set()
+        # whether the exit hook that waits for them is registered
+        self.prelude_exit_hook: bool = False
+        # whether a compile of this process was interrupted (exit waits for none)
+        self.prelude_interrupted: bool = False
+
+        # what else a forked child must do, run by after_fork_in_child
+        self.fork_rules: list[Callable[[], None]] = list()
 
     def after_fork_in_child(self) -> None:
         """The fork rule (see the module): new locks, no connections and no
