@@ -2,9 +2,13 @@
 
 Measures, in one run, with the graphs of scaling_graphs.py:
 - cold `function()` in a fresh process, in a compile dir that already holds the
-  precompiled prelude (a different graph is compiled there first): chain1,
+  precompiled prelude (two different graphs are compiled there first): chain1,
   chain200, wide200 and kchainA200, then kchainB200 in the same dir after
   kchainA200 (an edit of its last 5 ops);
+- edits at compile__jobs of 1, 2 and this machine's CPU count: kchainA200's
+  full build, then, each in a copy of that compile dir, an edit of 5 of its
+  ops at its start, in its middle, at its end, and spread over it (kchainS200,
+  kchainM200, kchainB200, kchainP200);
 - PyTensor's C linker on chain1 and kchainA200, the same way, when
   --pytensor-python or $OPWEAVE_BENCH_PYTENSOR_PYTHON names an interpreter
   with pytensor (else its figures are left out);
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,6 +39,11 @@ from backends import pytensor_python
 
 HERE = Path(__file__).resolve().parent
 FLAGS_VARIABLE = {"opweave": "OPWEAVE_FLAGS", "pytensor": "PYTENSOR_FLAGS"}
+# Two graphs that share no module with the others: their second module has
+# the precompiled prelude built.
+WARM_GRAPHS = ("kchainB5", "kchainB4")
+EDITS = {"start": "kchainS200", "middle": "kchainM200", "end": "kchainB200", "spread": "kchainP200"}
+EDIT_TARGET = 0.25
 COLD_GRAPHS = ("chain1", "chain200", "wide200", "kchainA200", "kchainB200")
 PYTENSOR_COLD = ("chain1", "kchainA200")
 # (label, numerator, denominator, target)
@@ -93,12 +103,18 @@ def per_call_us(f: Any, args: tuple[Any, ...], number: int = 20000, repeat: int 
 
 
 def run_worker(
-    python: str, backend: str, task: str, compiledir: Path, script: Path | None = None
+    python: str,
+    backend: str,
+    task: str,
+    compiledir: Path,
+    script: Path | None = None,
+    flags: str = "",
 ) -> dict[str, Any]:
     """Runs `script` (this file by default) as `--worker backend task` with
-    `python`, in `compiledir`; its JSON answer (its last line of output)."""
+    `python`, in `compiledir` (and the backend's `flags`); its JSON answer
+    (its last line of output)."""
     env = dict(os.environ)
-    env[FLAGS_VARIABLE[backend]] = f"compiledir={compiledir}"
+    env[FLAGS_VARIABLE[backend]] = ",".join(filter(None, [f"compiledir={compiledir}", flags]))
     done = subprocess.run(
         [python, str(script or Path(__file__).resolve()), "--worker", backend, task],
         capture_output=True,
@@ -119,14 +135,53 @@ def measure(backend: str, python: str, repeat: int, scratch: Path) -> dict[str, 
     samples: dict[str, list[float]] = {graph: [] for graph in graphs}
     for r in range(repeat):
         compiledir = scratch / f"{backend}-{r}"
-        # The prelude and helpers, from a graph that shares no module with the others.
-        run_worker(python, backend, "cold:kchainB5", compiledir)
+        for graph in WARM_GRAPHS:  # the prelude and helpers
+            run_worker(python, backend, f"cold:{graph}", compiledir)
         for graph in graphs:
             samples[graph].append(
                 run_worker(python, backend, f"cold:{graph}", compiledir)["seconds"]
             )
     found = {graph: statistics.median(values) for graph, values in samples.items()}
     found.update(run_worker(python, backend, "calls", scratch / f"{backend}-calls"))
+    return found
+
+
+def measure_edits(python: str, repeat: int, scratch: Path, jobs: int) -> dict[str, float]:
+    """Medians, in seconds at ``compile__jobs=jobs``, of kchainA200's full
+    build ("full") and of each edit of EDITS after it, each in its own copy
+    of the compile dir that holds the full build."""
+    flags = f"compile__jobs={jobs}"
+    samples: dict[str, list[float]] = {name: [] for name in ("full", *EDITS)}
+    for r in range(repeat):
+        built = scratch / f"edits-{jobs}-{r}"
+        for graph in WARM_GRAPHS:
+            run_worker(python, "opweave", f"cold:{graph}", built, flags=flags)
+        samples["full"].append(
+            run_worker(python, "opweave", "cold:kchainA200", built, flags=flags)["seconds"]
+        )
+        for name, graph in EDITS.items():
+            edited = scratch / f"edits-{jobs}-{r}-{name}"
+            shutil.copytree(built, edited)
+            task = f"cold:{graph}"
+            samples[name].append(
+                run_worker(python, "opweave", task, edited, flags=flags)["seconds"]
+            )
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def report_edits(edits: dict[int, dict[str, float]]) -> dict[str, Any]:
+    """Prints each edit's seconds and its ratio to the full build, per jobs."""
+    print(f"\nedits of 5 of kchainA200's 200 ops: s (ratio to the full build, <= {EDIT_TARGET})")
+    print(f"{'jobs':>4} {'full':>8} " + " ".join(f"{name:>16}" for name in EDITS))
+    found: dict[str, Any] = {}
+    for jobs, medians in edits.items():
+        full = medians["full"]
+        cells = [f"{medians[n]:7.3f} ({medians[n] / full:5.2f})" for n in EDITS]
+        print(f"{jobs:>4} {full:8.3f} " + " ".join(f"{cell:>16}" for cell in cells))
+        found[str(jobs)] = {
+            "seconds": medians,
+            "ratios": {name: medians[name] / full for name in EDITS},
+        }
     return found
 
 
@@ -185,8 +240,13 @@ def main() -> None:
             name: measure(name, python, args.repeat, Path(scratch))
             for name, python in backends.items()
         }
+        edits = {
+            jobs: measure_edits(sys.executable, args.repeat, Path(scratch), jobs)
+            for jobs in sorted({1, 2, os.cpu_count() or 1})
+        }
     load.append(os.getloadavg()[0])
     found = report(results, load)
+    found["edits"] = report_edits(edits)
     if args.json:
         args.json.write_text(json.dumps(found, indent=2) + "\n")
 

@@ -7,6 +7,9 @@ so that two variants are two different codes:
 - wideN: N vector inputs and one shared scalar, N outputs, one op;
 - kchainAN: a chain of N different ops (k = 1..N);
 - kchainBN: kchainAN with its last 5 ops changed (k = N+1..N+5);
+- kchainSN, kchainMN, kchainPN: kchainAN with 5 ops changed at its start,
+  in its middle, and spread over it (at N/10, 3N/10, ..., 9N/10), each to
+  ops of its own (k = N+11.., N+21.., N+31..): the edits of bench_scaling.py;
 - pychainN: a chain of N nodes whose middle node has no C code (for `c|py`).
 
 and the graphs of issue 24 (bench_reuse.py builds them in this order, in one
@@ -106,6 +109,16 @@ def make_ops(api: SimpleNamespace) -> SimpleNamespace:
     return SimpleNamespace(scaled=ScaledVectorTimesScalar, python=PythonScale)
 
 
+# The edited kchains: the positions of their 5 changed ops, and the first k
+# of the ops that replace them.
+EDITED = {
+    "kchainS": lambda n: range(5),
+    "kchainM": lambda n: range(n // 2 - 2, n // 2 + 3),
+    "kchainP": lambda n: [n * i // 10 for i in (1, 3, 5, 7, 9)],
+}
+EDIT_K = {"kchainS": 11, "kchainM": 21, "kchainP": 31}
+
+
 def build(api: SimpleNamespace, graph: str) -> tuple[list[Any], list[Any]]:
     """The inputs and outputs of the graph named `graph` (see the top)."""
     ops = make_ops(api)
@@ -139,6 +152,10 @@ def build(api: SimpleNamespace, graph: str) -> tuple[list[Any], list[Any]]:
         ks = list(range(301, 301 + n))
     elif kind == "kchainB":
         ks = list(range(1, n - 4)) + list(range(n + 1, n + 6))
+    elif kind in EDITED:
+        ks = list(range(1, n + 1))
+        for offset, position in enumerate(EDITED[kind](n)):
+            ks[position] = n + EDIT_K[kind] + offset
     elif kind in ("pychain", "pymid"):
         y = x
         for i in range(n):

@@ -8,6 +8,9 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+from support.quick_start import quick_start_commands
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](Python\.h|pybind11/)', re.MULTILINE)
 
@@ -80,3 +83,26 @@ def test_no_function_is_over_60_lines() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(ROOT)}:{node.name}"] = lines
     assert long == {}
+
+
+def test_quick_start_installs_the_build_requirements_of_pyproject() -> None:
+    """Both commands install exactly pyproject's build requirements (plus
+    the CMake and ninja that scikit-build-core would fetch) and build
+    without isolation, so that the second builds nothing the first built;
+    CI runs the second verbatim."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11's")
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    tool = pyproject["tool"]["scikit-build"]
+    wanted = [
+        *pyproject["build-system"]["requires"],
+        f"cmake{tool['cmake']['version']}",
+        f"ninja{tool['ninja']['version']}",
+    ]
+    install, test = quick_start_commands()
+    for command in (install, test):
+        first, build, _ = command.split(" && ")
+        assert re.findall(r"'([^']+)'", first) == wanted
+        assert build.startswith("pip install --no-build-isolation ")
+    assert install.endswith("&& python -m opweave demo")
+    assert test.endswith("'.[test]' && python -m pytest")
+    assert f"\n{test}\n" in (ROOT / ".ci" / "run").read_text()
