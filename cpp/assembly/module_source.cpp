@@ -457,18 +457,23 @@ std::string exports_exec(const ModuleSpec& spec) {
     if (spec.exports.empty()) {
         return "";
     }
+    // One table and one loop, not a block per export: a module of many
+    // exports compiles a few lines more, not a few per export.
     const std::string scope = spec.units.empty() ? "" : std::string(k_shared_namespace) + "::";
-    std::string text = "    PyObject* nodes = PyDict_New();\n    if (nodes == NULL) { return -1; }\n";
-    for (std::size_t i = 0; i < spec.exports.size(); ++i) {
-        text += "    {\n        PyObject* table = PyCapsule_New((void*)&" + scope +
-                spec.exports[i].table +
-                ", OPWEAVE_ABI_CAPSULE, NULL);\n"
-                "        if (table == NULL || PyDict_SetItemString(nodes, \"" +
-                spec.exports[i].key +
-                "\", table) != 0) {\n            Py_XDECREF(table);\n"
-                "            Py_DECREF(nodes);\n            return -1;\n        }\n"
-                "        Py_DECREF(table);\n    }\n";
+    std::string text =
+        "    static const struct { const char* key; const void* table; } exports[] = {\n";
+    for (const GraphExport& graph : spec.exports) {
+        text += "        {\"" + graph.key + "\", &" + scope + graph.table + "},\n";
     }
+    text +=
+        "    };\n"
+        "    PyObject* nodes = PyDict_New();\n    if (nodes == NULL) { return -1; }\n"
+        "    for (size_t i = 0; i < sizeof(exports) / sizeof(exports[0]); ++i) {\n"
+        "        PyObject* table =\n"
+        "            PyCapsule_New(const_cast<void*>(exports[i].table), OPWEAVE_ABI_CAPSULE, NULL);\n"
+        "        if (table == NULL || PyDict_SetItemString(nodes, exports[i].key, table) != 0) {\n"
+        "            Py_XDECREF(table);\n            Py_DECREF(nodes);\n            return -1;\n"
+        "        }\n        Py_DECREF(table);\n    }\n";
     text +=
         "    int added = PyModule_AddObjectRef(module, \"node_exports\", nodes);\n"
         "    Py_DECREF(nodes);\n"

@@ -257,10 +257,10 @@ OPWEAVE_TEST(exports_come_after_the_graph_and_fill_the_nodes_dict) {
     CHECK(at(text, "static const opweave_graph_abi opweave_abi_table") <
           at(text, "static const opweave_graph_abi opweave_node_one"));
     CHECK(at(text, "opweave_node_one = {};") < at(text, "static int opweave_exec("));
-    CHECK(text.find("PyCapsule_New((void*)&opweave_node_one, OPWEAVE_ABI_CAPSULE, NULL)") !=
-          std::string::npos);
-    CHECK(text.find("PyDict_SetItemString(nodes, \"0123abcd-node_key\", table)") !=
-          std::string::npos);
+    // One table of (key, export) and one loop that fills the dict.
+    CHECK(text.find("{\"0123abcd-node_key\", &opweave_node_one},") != std::string::npos);
+    CHECK(text.find("PyCapsule_New(const_cast<void*>(exports[i].table)") != std::string::npos);
+    CHECK(text.find("PyDict_SetItemString(nodes, exports[i].key, table)") != std::string::npos);
     CHECK(text.find("PyModule_AddObjectRef(module, \"node_exports\", nodes)") != std::string::npos);
     // The export's fragment is attributed to its origin.
     const int line = line_of(text, "opweave_node_one = {};");

@@ -14,13 +14,24 @@ that exporting every node of a module adds little to its compile time::
 ``run`` takes each input (its type's ``c_extract`` checks it), takes what
 the caller offers as each output's storage, runs the node, then syncs and
 stores the outputs and releases every cell, in the reverse order, whatever
-failed. Its failure ids are those of the one-node graph: input ``p`` is
+failed.
+
+Most exports have no orphans and no per-node state: those of one module
+with the same cells in the same places share one ``run``
+(:func:`shared_run`, named after that signature), which calls the node's
+code through the export's constant state, a pointer to its struct's
+``run``; the export adds only that constant and its table. So the text and
+the compile time an export adds do not grow with the node's code, and a
+module that exports many nodes of a few signatures compiles a few runs.
+
+The failure ids of ``run`` are those of the one-node graph: input ``p`` is
 ``p + 1``, output ``j`` is ``n_inputs + 1 + j`` and the node is
 ``n_inputs + n_outputs + 1``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,7 +39,16 @@ from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.link.c._node_code import OpStruct
 
-__all__ = ["SHARED_STATE", "NodePlan", "cell_helpers", "export_text", "node_block", "plan_node"]
+__all__ = [
+    "STATIC_DESTROY",
+    "NodePlan",
+    "cell_helpers",
+    "export_text",
+    "node_block",
+    "plan_node",
+    "shared_run",
+    "shares_run",
+]
 
 
 class NodePlan(NamedTuple):
@@ -148,15 +168,19 @@ def cell_helpers(cell: str, read: bool, made: bool) -> str:
     return text + "\n"
 
 
-def _run(t: str, plan: NodePlan) -> str:
+def _run(t: str, plan: NodePlan, shared: bool = False) -> str:
     n_in, n_out = len(plan.inputs), len(plan.outputs)
     cells = [f"    {c} i{k}{{}};\n" for k, c in enumerate(plan.inputs)]
     cells += [f"    {c} r{j}{{}};\n" for j, c in enumerate(plan.outputs)]
     call = (
-        f"s->op.run({', '.join(plan.run_args)})"
+        f"s->run({', '.join(plan.run_args)})"
+        if shared
+        else f"s->op.run({', '.join(plan.run_args)})"
         if plan.struct.stateful
         else f"{plan.struct.name}::run({', '.join(plan.run_args)})"
     )
+    constant = "const " if shared else ""  # a shared run's state is its export's constant
+    state = f"{constant}{t}_state* s = static_cast<{constant}{t}_state*>(graph)"
     do = [
         f"    if (opweave_x_{c}_take(i{k}, inputs[{k}]) != 0) "
         f"{{ failure = {k + 1}; goto undo_i{k}; }}\n"
@@ -180,7 +204,7 @@ def _run(t: str, plan: NodePlan) -> str:
     ]
     return (
         f"static int {t}_run(void* graph, PyObject* const* inputs, PyObject** outputs) {{\n"
-        f"    {t}_state* s = static_cast<{t}_state*>(graph);\n"
+        f"    {state};\n"
         "    (void)s;\n    (void)inputs;\n    int failure = 0;\n"
         + "".join(cells)
         + "".join(do)
@@ -189,31 +213,55 @@ def _run(t: str, plan: NodePlan) -> str:
     )
 
 
-# The state of an export without orphans or per-node state: shared by all.
-SHARED_STATE = (
-    "struct opweave_x_nothing { int unused; };\n"
-    "static void opweave_x_nothing_destroy(void* graph) {\n"
-    "    delete static_cast<opweave_x_nothing*>(graph);\n}\n"
-    "static void* opweave_x_nothing_create(PyObject* const* orphans) {\n"
-    "    (void)orphans;\n"
-    "    opweave_x_nothing* s = new (std::nothrow) opweave_x_nothing();\n"
-    "    if (s == NULL) { PyErr_NoMemory(); }\n"
-    "    return s;\n}\n\n"
-)
+# The destroy of every export whose state is a constant (see shared_run).
+STATIC_DESTROY = "static void opweave_x_static_destroy(void* graph) {\n    (void)graph;\n}\n\n"
+
+
+def shares_run(plan: NodePlan) -> bool:
+    """Whether the export of ``plan`` uses a run shared by its signature:
+    it has no orphans and no per-node state."""
+    return not plan.orphans and not plan.struct.stateful
+
+
+def _signature(plan: NodePlan) -> str:
+    """The name of the run that exports of ``plan``'s signature share: the
+    cells of its inputs and outputs, and where its struct's run() takes
+    them."""
+    text = "|".join([*plan.inputs, "", *plan.outputs, "", *plan.run_args])
+    return f"opweave_x_run_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _arg_cells(plan: NodePlan) -> list[str]:
+    """The cell struct of each argument of the struct's run()."""
+    cell = {f"i{k}": c for k, c in enumerate(plan.inputs)}
+    cell.update((f"r{j}", c) for j, c in enumerate(plan.outputs))
+    return [cell[arg] for arg in plan.run_args]
+
+
+def shared_run(plan: NodePlan) -> tuple[str, str]:
+    """The name and text of the run shared by the exports of ``plan``'s
+    signature (see the top): its state, a pointer to a struct's run(), and
+    the function that runs it on the cells."""
+    t = _signature(plan)
+    args = ", ".join(f"{c}&" for c in _arg_cells(plan))
+    return t, f"struct {t}_state {{\n    int (*run)({args});\n}};\n" + _run(t, plan, shared=True)
 
 
 def export_text(plan: NodePlan, table: str) -> str:
     """The definitions of the export whose graph ABI table is ``table``
     (a C identifier unique in the module); one without orphans or
-    per-node state uses SHARED_STATE's functions."""
+    per-node state is a constant state for its signature's shared run
+    (:func:`shared_run`, defined before it) and its table."""
     n_in, n_out, n_orphans = len(plan.inputs), len(plan.outputs), len(plan.orphans)
     head = f"    {_core.GRAPH_LAYOUT_VERSION}, {n_in}, {n_out}, {n_orphans},\n"
-    if not plan.orphans and not plan.struct.stateful:
+    if shares_run(plan):
+        t = _signature(plan)
         return (
-            f"typedef opweave_x_nothing {table}_state;\n"
-            + _run(table, plan)
-            + f"static const opweave_graph_abi {table} = {{\n{head}"
-            f"    opweave_x_nothing_create, {table}_run, opweave_x_nothing_destroy,\n}};\n"
+            f"static const {t}_state {table}_state = {{&{plan.struct.name}::run}};\n"
+            f"static void* {table}_create(PyObject* const* orphans) {{\n"
+            f"    (void)orphans;\n    return const_cast<{t}_state*>(&{table}_state);\n}}\n"
+            f"static const opweave_graph_abi {table} = {{\n{head}"
+            f"    {table}_create, {t}_run, opweave_x_static_destroy,\n}};\n"
         )
     state = [f"struct {table}_state {{\n    int reached;\n"]
     state += [f"    {c} o{m};\n" for m, c in enumerate(plan.orphans)]

@@ -34,7 +34,7 @@ from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, ma
 from opweave.graph.fg import FunctionGraph
 from opweave.link.c._context import CONTEXT
 from opweave.link.c._dep_list import Dependencies
-from opweave.link.c._export import SHARED_STATE, cell_helpers, export_text
+from opweave.link.c._export import STATIC_DESTROY, cell_helpers, export_text, shared_run, shares_run
 from opweave.link.c._export_context import ModuleContext
 from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 
@@ -219,7 +219,8 @@ def export_parts(graph: Any, key: str) -> dict[str, Any]:
         "text": export_text(graph.node_plan, table),
         "read": graph.node_plan.inputs,
         "made": graph.node_plan.outputs,
-        "shared_state": not graph.node_plan.orphans and not graph.node_plan.struct.stateful,
+        # the run it shares with the exports of its signature, if it does
+        "shared_run": shared_run(graph.node_plan) if shares_run(graph.node_plan) else None,
         "headers": list(graph.spec.headers),
         "support": [text for text, _ in graph.spec.support_code],
     }
@@ -242,11 +243,13 @@ def with_exports(
         return out
     read = {cell for code in unique for cell in code.export["read"]}
     made = {cell for code in unique for cell in code.export["made"]}
-    shared = any(code.export["shared_state"] for code in unique)
-    # The cell functions the exports call, before the first export's text.
-    helpers = (SHARED_STATE if shared else "") + "".join(
+    runs = dict(code.export["shared_run"] for code in unique if code.export["shared_run"])
+    # The cell functions the exports call, then the runs they share, before
+    # the first export's text.
+    helpers = "".join(
         cell_helpers(cell, cell in read, cell in made) for cell in sorted(read | made)
     )
+    helpers += (STATIC_DESTROY if runs else "") + "".join(runs[name] for name in sorted(runs))
     exports = []
     for index, code in enumerate(unique):
         parts = code.export
