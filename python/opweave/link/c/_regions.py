@@ -26,6 +26,7 @@ Steps (compiled graphs and ``perform`` thunks) run in C, in a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk, has_perform, perform_thunk
+from opweave.link.c._compile_errors import first_error
 from opweave.link.c._export_lookup import load_exports
 from opweave.link.c._node_keys import NodeCode
 from opweave.link.c._node_memo import computed_together
@@ -40,6 +42,8 @@ from opweave.link.c._step_table import TableStep
 from opweave.link.c._steps import can_run_in_c, compiled_part, neither_way, part, python_step
 from opweave.link.c.service import GraphBuild, node_code, node_thunk
 from opweave.link.c.spec import MissingCCode
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["any_thunk", "node_codes", "region_steps", "reused_steps"]
 
@@ -196,11 +200,13 @@ def _compiled_region(
         if len(nodes) == 1:
             return [python_step(nodes[0], numbers[id(nodes[0])])]
         return split()
-    except CompileError:
+    except CompileError as error:
         # Nodes that compile on their own may not compile together (two enums
         # defining one name differently); a single node's error is its own.
         if len(nodes) == 1:
             raise
+        why = first_error(error)
+        _log.info("%d nodes do not compile as one module, split in two: %s", len(nodes), why)
         return split()
     parts.append(compiled_part(compiled))
     first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]

@@ -3,6 +3,7 @@ code, and ops that use them as params in compiled functions."""
 
 from __future__ import annotations
 
+import logging
 import pickle
 from pathlib import Path
 
@@ -331,7 +332,9 @@ def test_op_with_cenumtype(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["c", "c|py", "py"])
-def test_two_enums_with_one_name_for_two_values_do_not_compile_silently(mode: str) -> None:
+def test_two_enums_with_one_name_for_two_values_do_not_compile_silently(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
     class Pick(COp):
         __props__ = ("order",)
 
@@ -361,7 +364,12 @@ def test_two_enums_with_one_name_for_two_values_do_not_compile_silently(mode: st
         with pytest.raises(CompileError, match="enum constant ADD has two different values"):
             opweave.function([x], graph, mode=mode)
     else:
-        assert opweave.function([x], graph, mode=mode)(np.int32(5)) == [6, 6]
+        with caplog.at_level(logging.INFO, logger="opweave.link.c._regions"):
+            assert opweave.function([x], graph, mode=mode)(np.int32(5)) == [6, 6]
+        # c|py compiles each node on its own, and says why.
+        split = [r.getMessage() for r in caplog.records if "split in two" in r.getMessage()]
+        assert len(split) == (1 if mode == "c|py" else 0), split
+        assert not split or "enum constant ADD has two different values" in split[0]
 
 
 def test_enum_names_the_generated_module_uses_are_refused() -> None:
