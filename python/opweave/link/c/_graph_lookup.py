@@ -18,6 +18,7 @@ from opweave.link.c import _graph_index, _graph_memo, cmodule
 from opweave.link.c._dep_collect import collect
 from opweave.link.c._dep_window import Recording, recording
 from opweave.link.c._graph_records import CompiledGraph
+from opweave.link.c._key_diff import unlike_nearest
 
 __all__ = ["Compile", "compiled_graph"]
 
@@ -91,13 +92,18 @@ def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
 
 def _explain(linker: Any, graph: CompiledGraph, why: str) -> None:
     """The INFO line of a graph whose ops were asked for code: why, and what
-    the module cache did then (``hit``: the entry was there)."""
+    the module cache did then (``hit``: the entry was there); a module
+    compiled names the key fields in which it differs from the module of
+    the same ops nearest to it (:func:`._key_diff.unlike_nearest`)."""
     if not _log.isEnabledFor(logging.INFO):
         return
+    key = Path(graph.library).parent.name
+    unlike = unlike_nearest(cmodule.get_module_cache(), key) if graph.outcome == "built" else ""
     _log.info(
-        "%s: ops asked for code (%s); module %s: %s",
+        "%s: ops asked for code (%s); module %s: %s%s",
         linker.label(),
         why,
-        Path(graph.library).parent.name[:16],
+        key[:16],
         graph.outcome,
+        f" (unlike {unlike})" if unlike else "",
     )

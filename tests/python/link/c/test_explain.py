@@ -13,6 +13,7 @@ from support.ops import TwoWays, copy_and_update
 
 import opweave
 from opweave.link.c._context import CONTEXT
+from opweave.link.c._key_diff import fields_of
 from opweave.tensor import dvector
 
 LOGGER = "opweave.link.c._graph_lookup"
@@ -62,3 +63,37 @@ def test_a_changed_dependency_is_named(tmp_path, monkeypatch, caplog) -> None:
         [line] = lines(caplog)
     assert "ops asked for code (graph record " in line and " not used: " in line, line
     np.testing.assert_array_equal(f(np.array([1.0])), [3.0])
+
+
+def test_a_compiled_module_names_the_key_fields_it_changed(tmp_path, caplog) -> None:
+    """A module compiled for ops that had one before names what differs
+    from the nearest such module: a flag, or the source alone."""
+    x = dvector("x")
+    with opweave.config.change_flags(compiledir=str(tmp_path)):
+        opweave.function([x], Scaled()(x))
+        with opweave.config.change_flags(cmodule__remove_gxx_opt=True):
+            with caplog.at_level(logging.INFO):
+                opweave.function([x], Scaled()(x))
+            [flags] = lines(caplog)
+        assert "module " in flags and ": built (unlike module " in flags, flags
+        assert "opt_level" in flags.split("(unlike module ")[1], flags
+        assert "source" not in flags.split("(unlike module ")[1], flags
+
+        class Tripled(Scaled):  # the same ops' label, another source of the same size
+            FACTOR = 3.0
+
+        Tripled.__name__ = Tripled.__qualname__ = "Scaled"
+        with caplog.at_level(logging.INFO):
+            f = opweave.function([x], Tripled()(x))
+        [source] = lines(caplog)
+    assert source.endswith(": source (same size))"), source
+    np.testing.assert_array_equal(f(np.array([1.0])), [3.0])
+
+
+def test_key_fields_are_read_with_their_continuation_lines() -> None:
+    material = "layout: module 3\ncompiler:\n  gcc 12\n  path /usr/bin/c++\nflags: -O2\n"
+    assert fields_of(material) == {
+        "layout": "layout: module 3",
+        "compiler": "compiler:\n  gcc 12\n  path /usr/bin/c++",
+        "flags": "flags: -O2",
+    }
