@@ -98,7 +98,7 @@ def _explain(linker: Any, graph: CompiledGraph, why: str) -> None:
     if not _log.isEnabledFor(logging.INFO):
         return
     key = Path(graph.library).parent.name
-    unlike = unlike_nearest(cmodule.get_module_cache(), key) if graph.outcome == "built" else ""
+    unlike = unlike_nearest(cmodule.get_module_cache, key) if graph.outcome == "built" else ""
     _log.info(
         "%s: ops asked for code (%s); module %s: %s%s",
         linker.label(),

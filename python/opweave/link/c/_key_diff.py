@@ -10,6 +10,7 @@ by the keys differing while no field does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opweave.errors import OpweaveError
@@ -30,12 +31,14 @@ def fields_of(material: str) -> dict[str, str]:
     return fields
 
 
-def unlike_nearest(cache: Any, key: str) -> str:
+def unlike_nearest(cache_of: Callable[[], Any], key: str) -> str:
     """``module <key>: <fields>``, the fields in which the key of the module
     entry ``key`` differs from that of the nearest module of the same ops
-    (label) in ``cache`` (see the top); empty when the cache holds no such
-    other module or no longer holds ``key``'s."""
+    (label) in the cache ``cache_of()`` gives (see the top); empty when that
+    cache cannot be opened (the module was built in a private one), holds no
+    such other module, or no longer holds ``key``'s."""
     try:  # a log line never fails a compile
+        cache = cache_of()
         entry = cache.lookup(key)
         listed = cache.list() if entry is not None else []
     except (OpweaveError, OSError):
