@@ -25,13 +25,22 @@ namespace {
 constexpr std::size_t k_max_frame_bytes = 256u << 20;
 constexpr std::size_t k_max_gch_bytes = 2048u << 20;
 
-// The content of the regular file `path`, opened without following a
-// symlink or blocking on a FIFO, if it holds at most `max_bytes`.
+// `path` opened for reading without following a symlink or blocking on a
+// FIFO, with its stat in `st`, if it is a regular file; else an invalid Fd.
+util::Fd open_regular(const std::filesystem::path& path, struct stat& st) {
+    util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return util::Fd();
+    }
+    return fd;
+}
+
+// The content of the regular file `path` (see open_regular), if it holds
+// at most `max_bytes`.
 std::optional<std::string> read_regular(const std::filesystem::path& path, std::size_t max_bytes) {
-    const util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    const util::Fd fd = open_regular(path, st);
+    if (!fd || static_cast<std::uint64_t>(st.st_size) > max_bytes) {
         return std::nullopt;
     }
     return util::read_all(fd.get(), max_bytes);
@@ -55,10 +64,9 @@ bool link_or_copy(const std::filesystem::path& from, const std::filesystem::path
 // Whether `path` is a regular file (opened without following a symlink or
 // blocking on a FIFO) of `size` bytes with the SHA-256 `sha256`.
 bool has_content(const std::filesystem::path& path, std::uint64_t size, const std::string& sha256) {
-    const util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) != size) {
+    const util::Fd fd = open_regular(path, st);
+    if (!fd || static_cast<std::uint64_t>(st.st_size) != size) {
         return false;
     }
     return file_sha256(fd.get(), st, Memo::use) == sha256;
@@ -90,11 +98,9 @@ bool StagedPrelude::link(const std::string& name) {
 }
 
 bool StagedPrelude::decompress(const std::string& name) {
-    const util::Fd fd(
-        ::open((m_from / name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) > k_max_frame_bytes) {
+    const util::Fd fd = open_regular(m_from / name, st);
+    if (!fd || static_cast<std::uint64_t>(st.st_size) > k_max_frame_bytes) {
         return false;
     }
     const std::filesystem::path staged = m_dir / k_prelude_gch_name;
