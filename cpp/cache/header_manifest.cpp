@@ -286,7 +286,9 @@ std::string headers_changed(const std::vector<HeaderRecord>& headers) {
 std::string files_changed(const std::vector<HeaderRecord>& files) {
     for (const HeaderRecord& file : files) {
         if (file.sha256.empty()) {
-            return "file " + file.path + " changed while it was being read";
+            return "file " + file.path +
+                   " has no recorded content (it changed while it was read, or what ran was not"
+                   " its content)";
         }
         struct stat st {};
         if (::stat(file.path.c_str(), &st) != 0) {

@@ -123,7 +123,7 @@ def test_a_change_between_processes_is_seen(tmp_path: Path, source: str) -> None
     assert _run(project, env, source, "none") == [2.0]
     assert _run(project, env, source, "none") == [2.0]  # the graph index's hit
     if source == "attribute":
-        (project / "helper.py").write_text("FACTOR = 3.0\n")
+        dep_project.edit(project / "helper.py", "FACTOR = 3.0\n")
     elif source == "data":
         (project / "factor.txt").write_text("3.0\n")
     else:

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from base64 import urlsafe_b64encode
 from pathlib import Path
 from typing import Any
@@ -145,17 +146,17 @@ elif what == "assign_imported":
 elif what == "assign_class":
     scale_ops.Scale.class_factor = 3.0
 elif what == "reload":
-    (project / "helper.py").write_text("FACTOR = 3.0\\n")
+    dep_project.edit(project / "helper.py", "FACTOR = 3.0\\n")
     importlib.reload(helper)
 elif what == "reload_template":
-    (project / "mypkg" / "templates.py").write_text('def factor_text():\\n    return "3.0"\\n')
+    dep_project.edit(project / "mypkg" / "templates.py", 'def factor_text():\\n    return "3.0"\\n')
     importlib.reload(templates)
 elif what == "data":
     (project / "factor.txt").write_text("3.0\\n")
 elif what == "env":
     os.environ["OPWEAVE_TEST_FACTOR"] = "3.0"
 elif what == "edit":  # on disk only: the code this process runs is unchanged
-    (project / "helper.py").write_text("FACTOR = 3.0\\n")
+    dep_project.edit(project / "helper.py", "FACTOR = 3.0\\n")
 elif what == "upgrade":  # likewise
     dep_project.install_helper(project, "2.0", 3.0)
 after = value()
@@ -201,12 +202,24 @@ def install_helper(project: Path, version: str, factor: float) -> None:
     )
 
 
+def edit(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` as a person's edit does, a second or more
+    after the file's last change. Not within the same second: CPython runs
+    the cached bytecode of a Python file's older content after an edit
+    that keeps its size within the second (every process, the oracle's
+    too; test_dependencies_fresh.py has that case)."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    later = max(time.time_ns(), before + 2 * 10**9)
+    os.utime(path, ns=(later, later))
+
+
 def change(project: Path, source: str, env: dict[str, str]) -> None:
     """Makes ``source``'s factor 3.0 on disk (or in ``env``)."""
     if source in ("attribute", "imported"):
-        (project / "helper.py").write_text("FACTOR = 3.0\n")
+        edit(project / "helper.py", "FACTOR = 3.0\n")
     elif source == "template":
-        (project / "mypkg" / "templates.py").write_text('def factor_text():\n    return "3.0"\n')
+        edit(project / "mypkg" / "templates.py", 'def factor_text():\n    return "3.0"\n')
     elif source == "data":
         (project / "factor.txt").write_text("3.0\n")
     elif source == "env":

@@ -12,7 +12,9 @@ A Python file is recorded once per process (its size, times and SHA-256,
 file held when it was imported, however the file changes later. A file
 changed since its module began to be imported may not be that code, so it
 is recorded without a hash, which no check matches: a dependency list
-naming it is never reused, and the graph is asked for its code again. When
+naming it is never reused, and the graph is asked for its code again. So
+is a file whose cached bytecode CPython may have run in its place though
+it holds an older content (:func:`older_bytecode`). When
 a module began to be imported is bounded from below by the moment opweave
 was first imported (:mod:`opweave._import_time`), for the modules that were
 not in ``sys.modules`` then, and by the start of the process for the others.
@@ -20,7 +22,9 @@ not in ``sys.modules`` then, and by the start of the process for the others.
 
 from __future__ import annotations
 
+import _imp  # how hash-based bytecode files are checked
 import importlib.machinery
+import importlib.util
 import os
 import sys
 import time
@@ -39,6 +43,7 @@ __all__ = [
     "loaded_modules",
     "module_info",
     "module_of_file",
+    "older_bytecode",
     "origin_of",
 ]
 
@@ -162,5 +167,42 @@ def file_records(modules: Iterable[tuple[str, str]], files: Iterable[str] = ()) 
             missing.setdefault(when, []).append(path)
     for when, paths in missing.items():
         for record in _core.record_files(paths, when):
+            if record[4] and older_bytecode(record[0], record[1], record[2]):
+                record = (*record[:4], "")  # no check matches: asked again
             CONTEXT.file_records[record[0]] = record
     return {path: CONTEXT.file_records[path] for path in since}
+
+
+def older_bytecode(path: str, size: int, mtime_ns: int) -> bool:
+    """Whether CPython may run, for the Python file ``path`` of ``size``
+    bytes last modified at ``mtime_ns``, cached bytecode of an older content
+    of it. It trusts a ``.pyc`` whose header holds the source's size and
+    modification time in whole seconds: a same-size edit within the second
+    of the content the ``.pyc`` was made from is not seen, in this process
+    or any other, until the file is modified again. That is the case when
+    the ``.pyc`` was written before the file's last modification. An
+    unchecked hash-based ``.pyc`` is trusted whatever the file holds: the
+    case when its hash is not the file's."""
+    if not path.endswith(".py"):
+        return False
+    try:
+        with open(importlib.util.cache_from_source(path), "rb") as cached:
+            header = cached.read(16)
+            written = os.fstat(cached.fileno()).st_mtime_ns
+    except (OSError, ValueError, NotImplementedError):
+        return False  # no bytecode: the file itself was compiled
+    if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+        return False  # another Python's, or damaged: not used
+    flags = int.from_bytes(header[4:8], "little")
+    if flags == 0:
+        stamp, length = (int.from_bytes(header[i : i + 4], "little") for i in (8, 12))
+        trusted = stamp == (mtime_ns // 10**9) & 0xFFFFFFFF and length == size & 0xFFFFFFFF
+        return trusted and written < mtime_ns
+    checked = flags & 2 and _imp.check_hash_based_pycs != "never"
+    if checked or _imp.check_hash_based_pycs == "always":
+        return False
+    try:
+        with open(path, "rb") as source:
+            return importlib.util.source_hash(source.read()) != header[8:16]
+    except OSError:
+        return True
