@@ -201,6 +201,17 @@ void validate(const ModuleSpec& spec) {
         check_fragments(spec, *list);
     }
     for (const UnitSpec& unit : spec.units) {
+        const bool parts = !unit.headers.empty() || !unit.support_code.empty() ||
+                           !unit.definitions.empty() || !unit.init_code.empty() ||
+                           !unit.init_code_apply.empty();
+        if (!unit.text.empty() && (parts || !is_identifier(unit.init_function))) {
+            throw std::invalid_argument(
+                "a unit given as text has an init function that is a C identifier, and no "
+                "other parts");
+        }
+        if (unit.text.empty() && !unit.init_function.empty()) {
+            throw std::invalid_argument("a unit's init function is named only with its text");
+        }
         check_fragments(spec, unit.support_code);
         check_fragments(spec, unit.init_code);
         check_fragments(spec, unit.init_code_apply);
@@ -517,6 +528,9 @@ void write_head(SourceWriter& out, const char* what, const std::vector<std::stri
 }
 
 AssembledUnit assemble_unit(const ModuleSpec& spec, const UnitSpec& unit) {
+    if (!unit.text.empty()) {
+        return {unit.text, unit.init_function, {}};
+    }
     SourceWriter out(spec.origins, k_unit_source_name);
     write_head(out, ", a unit of a graph module", unit.headers, unit.support_code);
     out.raw("namespace " + std::string(k_shared_namespace) + " {\n\n");

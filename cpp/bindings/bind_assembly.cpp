@@ -177,19 +177,25 @@ void bind_specs(py::module_& m) {
                          "its own and linked with the module. Fields read as copies: assign a\n"
                          "whole field to change it.")
         .def(py::init([](std::vector<std::string> headers, Fragments support_code,
-                         Definitions definitions, Fragments init_code, Fragments init_code_apply) {
-                 return UnitSpec{std::move(headers), std::move(support_code),
+                         Definitions definitions, Fragments init_code, Fragments init_code_apply,
+                         std::string text, std::string init_function) {
+                 return UnitSpec{std::move(headers),   std::move(support_code),
                                  std::move(definitions), std::move(init_code),
-                                 std::move(init_code_apply)};
+                                 std::move(init_code_apply), std::move(text),
+                                 std::move(init_function)};
              }),
              py::kw_only(), py::arg("headers") = std::vector<std::string>{},
              py::arg("support_code") = Fragments{}, py::arg("definitions") = Definitions{},
-             py::arg("init_code") = Fragments{}, py::arg("init_code_apply") = Fragments{})
+             py::arg("init_code") = Fragments{}, py::arg("init_code_apply") = Fragments{},
+             py::arg("text") = "", py::arg("init_function") = "")
         .def_readwrite("headers", &UnitSpec::headers)
         .def_readwrite("support_code", &UnitSpec::support_code)
         .def_readwrite("definitions", &UnitSpec::definitions)
         .def_readwrite("init_code", &UnitSpec::init_code)
-        .def_readwrite("init_code_apply", &UnitSpec::init_code_apply);
+        .def_readwrite("init_code_apply", &UnitSpec::init_code_apply)
+        .def_readwrite("text", &UnitSpec::text,
+                       "A unit given as it is (a cached unit's source), with init_function.")
+        .def_readwrite("init_function", &UnitSpec::init_function);
 
     py::class_<GraphExport>(m, "GraphExport",
                             "A graph the module exports besides its own: the graph of one node,\n"

@@ -135,12 +135,17 @@ void init_request(py::module_& m) {
     py::class_<TranslationUnit>(m, "TranslationUnit",
                                 "A unit compiled on its own (a cache entry) and linked into a "
                                 "module.")
-        .def(py::init([](std::string source, std::string label) {
-                 return TranslationUnit{std::move(source), std::move(label)};
+        .def(py::init([](std::string source, std::string label,
+                         std::vector<std::string> exports) {
+                 return TranslationUnit{std::move(source), std::move(label), std::move(exports)};
              }),
-             py::arg("source"), py::arg("label") = "")
+             py::arg("source"), py::arg("label") = "",
+             py::arg("exports") = std::vector<std::string>{})
         .def_readwrite("source", &TranslationUnit::source)
-        .def_readwrite("label", &TranslationUnit::label);
+        .def_readwrite("label", &TranslationUnit::label)
+        .def_readwrite("exports", &TranslationUnit::exports,
+                       "Keys of what the unit holds: recorded in its entry when built, for\n"
+                       "ModuleCache.find_export (not part of the key).");
     py::class_<BuiltUnit>(m, "BuiltUnit", "What became of one unit while a module was built.")
         .def_readonly("key", &BuiltUnit::key)
         .def_readonly("label", &BuiltUnit::label)
@@ -224,6 +229,8 @@ void init_compiler(py::module_& m) {
         },
         py::arg("compiler"), py::arg("request"),
         "The key build_module looks up for `request` (its units' keys included).");
+    m.def("unit_keys", &unit_keys, py::arg("compiler"), py::arg("request"),
+          "The keys build_module files the units of `request` under, in order.");
     m.def(
         "build_module",
         [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request,

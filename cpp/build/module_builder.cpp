@@ -318,7 +318,9 @@ public:
                 compile(key, unit.source, staging, entry_dir,
                         {k_unit_source, k_unit_object, k_unit_depfile}, Product::object, prelude,
                         monitor);
-            return record("unit", unit.label, keyed, compiled, staging, entry_dir);
+            BuildRecord built = record("unit", unit.label, keyed, compiled, staging, entry_dir);
+            built.exports = unit.exports;
+            return built;
         };
         return m_cache.get_or_build(key, build, monitor);
     }
@@ -482,6 +484,9 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
                          const ModuleRequest& request, BuildMonitor* monitor,
                          RemoteStorage* remote) {
     cache::check_node_keys(request.exports, "ModuleRequest::exports");
+    for (const TranslationUnit& unit : request.units) {
+        cache::check_node_keys(unit.exports, "TranslationUnit::exports");
+    }
     const Builder builder(cache, compiler, request);
     const std::vector<KeyedText> unit_keys =
         cache::unit_keys_of(builder.keyed(), compiler, request);

@@ -81,6 +81,16 @@ std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
     return cache::keyed_text_of(unit.source, compiler, keyed, extra, "unit").key;
 }
 
+std::vector<std::string> unit_keys(const Compiler& compiler, const ModuleRequest& request) {
+    const CompileJob keyed =
+        cache::keyed_job(cache::absolute_dirs(request.job), request.covered_header_dirs);
+    std::vector<std::string> keys;
+    for (KeyedText& unit : cache::unit_keys_of(keyed, compiler, request)) {
+        keys.push_back(std::move(unit.key));
+    }
+    return keys;
+}
+
 std::string module_key(const Compiler& compiler, const ModuleRequest& request) {
     const CompileJob keyed =
         cache::keyed_job(cache::absolute_dirs(request.job), request.covered_header_dirs);

@@ -62,6 +62,11 @@ struct PreludeRequest {
 struct TranslationUnit {
     std::string source;
     std::string label;  // shown by listings and logs
+    // Keys of what the unit holds (each must pass ModuleCache::is_key):
+    // recorded in the unit's entry when it is built and indexed, so that
+    // ModuleCache::find_export finds the unit by any of them. Not part of
+    // its key.
+    std::vector<std::string> exports{};
 };
 
 // Everything build_module needs to know about one module.
@@ -100,7 +105,7 @@ struct ModuleRequest {
     // recorded in the entry it builds (BuildRecord::exports), so that
     // ModuleCache::find_export finds it. Not part of the key: the source
     // already spells them.
-    std::vector<std::string> exports;
+    std::vector<std::string> exports{};
 };
 
 // What became of one unit while a module was built.
@@ -148,6 +153,10 @@ std::string module_key(const Compiler& compiler, const ModuleRequest& request);
 // The cache key of `unit` compiled for a module with `job` and `extra`.
 std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
                      const CompileJob& job, std::string_view extra);
+
+// The keys build_module(cache, compiler, request) files the request's units
+// under, in request order.
+std::vector<std::string> unit_keys(const Compiler& compiler, const ModuleRequest& request);
 
 // Returns the module for `request`, verified, compiling it on a miss, with
 // the prelude when it is built (and, if a compile with the prelude fails,

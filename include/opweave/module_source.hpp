@@ -116,6 +116,11 @@ struct UnitSpec {
     std::vector<std::vector<CodeFragment>> definitions;
     std::vector<CodeFragment> init_code;        // exact duplicates dropped
     std::vector<CodeFragment> init_code_apply;  // after init_code, kept as is
+    // A unit given as it is (a cached unit's source, assembled before) when
+    // not empty: its text and the name of its init function; the fields
+    // above are then empty, and the unit has no line map.
+    std::string text;
+    std::string init_function;
 };
 
 // A graph the module exports besides its own: the graph of one node, under

@@ -16,7 +16,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'values_digest', 'values_of', 'zstd_compress', 'zstd_decompress']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'unit_keys', 'values_digest', 'values_of', 'zstd_compress', 'zstd_decompress']
 class CodeOrigin(typing.NamedTuple):
     """
     Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
@@ -217,8 +217,10 @@ class UnitSpec:
     its own and linked with the module. Fields read as copies: assign a
     whole field to change it.
     """
-    def __init__(self, *, headers: collections.abc.Sequence[str] = [], support_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], init_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], init_code_apply: collections.abc.Sequence[CodeFragment | tuple[str, int]] = []) -> None:
+    def __init__(self, *, headers: collections.abc.Sequence[str] = [], support_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], init_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], init_code_apply: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], text: str = '', init_function: str = '') -> None:
         ...
+    text: str
+    init_function: str
     @property
     def definitions(self) -> list[list[CodeFragment]]:
         ...
@@ -989,7 +991,8 @@ class TranslationUnit:
     """
     label: str
     source: str
-    def __init__(self, source: str, label: str = '') -> None:
+    exports: list[str]
+    def __init__(self, source: str, label: str = '', exports: collections.abc.Sequence[str] = []) -> None:
         ...
 class BuiltUnit:
     """
@@ -1359,6 +1362,10 @@ def record_files(paths: collections.abc.Sequence[str], since_ns: typing.Supports
 def request_key(compiler: Compiler, request: ModuleRequest) -> str:
     """
     The key build_module looks up for `request` (its units' keys included).
+    """
+def unit_keys(compiler: Compiler, request: ModuleRequest) -> list[str]:
+    """
+    The keys build_module files the units of `request` under, in order.
     """
 def prelude_key(compiler: Compiler, job: CompileJob, header_text: str, extra: str = '') -> str:
     """

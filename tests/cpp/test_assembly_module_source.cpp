@@ -243,6 +243,33 @@ OPWEAVE_TEST(units_are_laid_out_on_their_own_and_initialised_by_the_module) {
     CHECK(opweave::assemble_module(spec).text.find("namespace {\n") != std::string::npos);
 }
 
+OPWEAVE_TEST(a_unit_given_as_text_is_laid_out_as_it_is) {
+    ModuleSpec spec = two_block_spec();
+    opweave::UnitSpec unit;
+    unit.definitions = {{{"int op_a_run() { return 1; }\n", 1}}};
+    spec.units = {unit};
+    const opweave::AssembledUnit before = opweave::assemble_module(spec).units[0];
+    opweave::UnitSpec given;
+    given.text = before.text;
+    given.init_function = before.init_function;
+    spec.units = {given};
+    const opweave::AssembledModule module = opweave::assemble_module(spec);
+    CHECK_EQ(module.units[0].text, before.text);
+    CHECK_EQ(module.units[0].init_function, before.init_function);
+    CHECK(module.units[0].line_map.empty());
+    CHECK(module.text.find("PyObject* done = " + before.init_function) != std::string::npos);
+    // A text with parts, an init function that is not an identifier, or an
+    // init function without a text, is not a unit.
+    spec.units[0].init_code = {{"x();\n", 1}};
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+    spec.units[0] = given;
+    spec.units[0].init_function = "init(); evil";
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+    spec.units[0] = opweave::UnitSpec{};
+    spec.units[0].init_function = "opweave_unit_init_0";
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+}
+
 OPWEAVE_TEST(exports_come_after_the_graph_and_fill_the_nodes_dict) {
     ModuleSpec spec = two_block_spec();
     const std::string plain = opweave::assemble_module(spec).text;

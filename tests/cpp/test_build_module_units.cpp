@@ -80,6 +80,27 @@ OPWEAVE_TEST(units_are_compiled_once_each_and_linked_with_the_source) {
     CHECK(compiler.modes.empty());
 }
 
+OPWEAVE_TEST(a_unit_records_what_it_holds_and_is_found_by_it) {
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler;
+    const std::string held(64, 'a');
+    ModuleRequest request = request_with_units({"u0", "u1"});
+    request.units[1].exports = {held};
+    const BuiltModule built = build_module(cache, compiler, request);
+    const std::optional<Entry> found = cache.find_export(held);
+    CHECK(found.has_value() && found->key == built.units[1].key && found->kind == "unit");
+    CHECK(found.has_value() && found->exports.size() == 1 && found->exports[0] == held);
+    CHECK(cache.lookup(built.units[0].key)->exports.empty());
+    // Not part of the key: the same units with other exports are the same.
+    request.units[1].exports.clear();
+    CHECK(unit_keys(compiler, request) == (std::vector<std::string>{built.units[0].key,
+                                                                   built.units[1].key}));
+    CHECK(build_module(cache, compiler, request).outcome == Outcome::hit);
+    request.units[0].exports = {"not a key!"};
+    CHECK_THROWS_AS(build_module(cache, compiler, request), std::invalid_argument);
+}
+
 OPWEAVE_TEST(an_edit_compiles_only_the_changed_unit_and_the_source) {
     TempDir dir;
     ModuleCache cache(cache_options(dir));

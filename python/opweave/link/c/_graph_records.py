@@ -61,3 +61,5 @@ class GraphSpec(NamedTuple):
     # Per orphan, where it comes from: ("const", the constant variable) or
     # ("params", the position of the first node run whose params it is).
     orphan_sources: tuple[tuple[str, Any], ...] = ()
+    # With units: their structs, for reusing cached units (_unit_reuse.py).
+    unit_plan: Any = None

@@ -5,10 +5,13 @@ and what each unit holds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from opweave import _core
 from opweave.link.c._cells import Cells, Fragmenter, StepFields
 from opweave.link.c._node_code import NodeStructs, StructCode
+from opweave.link.c._unit_reuse import UnitPlan
 from opweave.link.c._units import ObjectCode, plan_units, unit_spec
 from opweave.link.c.hooks import as_code_list, call_optional_hook
 
@@ -46,11 +49,14 @@ def module_code(
     fragment: Fragmenter,
     cells: Cells,
     nodes_code: NodeStructs,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    origins: Sequence[tuple[str, str, int]],
+) -> tuple[dict[str, Any], dict[str, Any] | None, UnitPlan | None]:
     """The module-level parts of the spec of a graph of ``objects`` (its ops
     and types) whose ``run_steps`` are laid out, and with units, those of the
-    same module as one translation unit: keyword arguments of
-    ``_core.ModuleSpec``, which the caller completes (origins, steps, counts)."""
+    same module as one translation unit (keyword arguments of
+    ``_core.ModuleSpec``, which the caller completes: origins, steps,
+    counts) and the plan of its units (:mod:`._unit_reuse`; ``origins``:
+    what its fragments' origins index)."""
     code = {id(obj): object_code(obj, compiler, fragment) for obj in objects}
     structs = nodes_code.codes
     spec = _translation_unit([code[id(obj)] for obj in objects], structs)
@@ -64,18 +70,31 @@ def module_code(
     )
     groups = plan_units(structs)
     if not groups:
-        return spec, None
-    return _in_units(groups, objects, code, run_steps, cells, nodes_code, spec), spec
+        return spec, None, None
+
+    def spec_of(group: Sequence[StructCode]) -> _core.UnitSpec:
+        return unit_spec(
+            group, cells.definitions, lambda c: cells.types[c][0], lambda o: code[id(o)]
+        )
+
+    def own_init(struct: StructCode) -> bool:
+        return bool(struct.init_apply[0]) or any(
+            text for op in struct.ops for text, _ in code[id(op)].init
+        )
+
+    split = _in_units(groups, run_steps, cells, nodes_code, spec, objects, code, spec_of)
+    return split, spec, UnitPlan(groups, spec_of, own_init, origins)
 
 
 def _in_units(
     groups: list[Any],
-    objects: list[Any],
-    code: dict[int, ObjectCode],
     run_steps: list[StepFields],
     cells: Cells,
     nodes_code: NodeStructs,
     spec: dict[str, Any],
+    objects: list[Any],
+    code: dict[int, ObjectCode],
+    spec_of: Callable[[Sequence[StructCode]], _core.UnitSpec],
 ) -> dict[str, Any]:
     """The module-level parts of a module whose op structs of ``groups`` are
     compiled as units: the module keeps the cells, and the structs that no
@@ -107,15 +126,7 @@ def _in_units(
             *table,
         ],
         run_steps=[_table_step(step, calls) for step in run_steps],
-        units=[
-            unit_spec(
-                group,
-                cells.definitions,
-                lambda cell: cells.types[cell][0],
-                lambda obj: code[id(obj)],
-            )
-            for group in groups
-        ],
+        units=[spec_of(group) for group in groups],
     )
     return split
 

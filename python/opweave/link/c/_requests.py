@@ -54,17 +54,20 @@ def module_request(
     label: str = "",
     prelude: _core.PreludeRequest | None = None,
     units: Sequence[str] = (),
+    unit_exports: Sequence[Sequence[str]] | None = None,
 ) -> _core.ModuleRequest:
     """The description of one module for :func:`load_module`: its source,
     compile job (default :func:`extension_job`), key material beyond the job
     (default the Python ABI), a label for listings and logs, the prelude it
     may be compiled with, and the sources of more translation units, each
-    compiled (and cached) on its own and linked with it."""
+    compiled (and cached) on its own and linked with it, and the keys each
+    of them exports (``TranslationUnit.exports``)."""
     request = _core.ModuleRequest()
     request.source = source
+    exports = unit_exports if unit_exports is not None else [[] for _ in units]
     request.units = [
-        _core.TranslationUnit(text, f"{label} (unit {k + 1}/{len(units)})")
-        for k, text in enumerate(units)
+        _core.TranslationUnit(text, f"{label} (unit {k + 1}/{len(units)})", list(exported))
+        for k, (text, exported) in enumerate(zip(units, exports, strict=True))
     ]
     request.job = job if job is not None else extension_job()
     request.extra = extra if extra is not None else python_abi_key()

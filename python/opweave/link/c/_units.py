@@ -22,7 +22,7 @@ from opweave.configparser import config
 from opweave.link.c._cells import Fragment
 from opweave.link.c._node_code import StructCode
 
-__all__ = ["ObjectCode", "plan_units", "unit_spec"]
+__all__ = ["ObjectCode", "group_by_weight", "plan_units", "unit_spec"]
 
 # Measured on kchainA200/kchainB200 (benchmarks/bench_scaling.py, 2 cores):
 # each unit costs about 40 ms of compiler start-up, so fewer, larger units
@@ -90,6 +90,24 @@ def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
     if current:
         groups.append(current)
     return groups if len(groups) >= 2 else []
+
+
+def group_by_weight(codes: Sequence[StructCode]) -> list[list[StructCode]]:
+    """``codes`` in groups of about ``_AVERAGE_WEIGHT`` (at most ``_MAX``),
+    in order: the new units of an edit (:mod:`._unit_reuse`), which are
+    compiled now, whatever their content."""
+    groups: list[list[StructCode]] = []
+    current: list[StructCode] = []
+    current_weight = 0
+    for code in codes:
+        current.append(code)
+        current_weight += weight(code)
+        if current_weight >= _AVERAGE_WEIGHT or len(current) >= _MAX:
+            groups.append(current)
+            current, current_weight = [], 0
+    if current:
+        groups.append(current)
+    return groups
 
 
 def unit_spec(

@@ -22,12 +22,13 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from opweave import _core
-from opweave.errors import CompileError
+from opweave.errors import CompileError, OpweaveError
 from opweave.graph.basic import Apply, Variable, graph_variables, is_constant
 from opweave.graph.destroy import ordered_nodes
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk
 from opweave.link.c import cmodule
+from opweave.link.c._cache_choice import get_module_cache
 from opweave.link.c._compile_errors import explained, first_error
 from opweave.link.c._compile_job import chosen_compiler, compile_job, key_extra
 from opweave.link.c._dep_window import Recording, paused
@@ -45,6 +46,7 @@ from opweave.link.c._node_keys import (
 from opweave.link.c._node_memo import computed_together
 from opweave.link.c._node_memo import node_code as _remembered_code
 from opweave.link.c._steps import can_run_in_c
+from opweave.link.c._unit_reuse import recipe_of, reused_units
 from opweave.link.c.hooks import call_optional_hook
 from opweave.link.c.kernels import code_op
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
@@ -198,11 +200,15 @@ class GraphBuild:
         build does."""
         compiler, graph, job, own = self._planned()
         hooks = time.perf_counter()
-        request = self._request(graph, graph.spec, job, compiler, own)
+        exports = None
+        if graph.unit_plan is not None:
+            exports = graph.unit_plan.exports(self._recipe(graph, job, compiler))
+        request = self._request(graph, graph.spec, job, compiler, own, exports)
         whole_because = ""
         with paused() if seen is not None else contextlib.nullcontext():
+            reused = self._reusing(graph, job, compiler, own, request[0])
             try:
-                compiled, assembly = self._load(graph, graph.spec, compiler, request)
+                compiled, assembly = reused or self._load(graph, graph.spec, compiler, request)
             except CompileError as error:
                 if graph.whole is None:
                     raise
@@ -226,6 +232,48 @@ class GraphBuild:
             orphan_sources=graph.orphan_sources,
         )
         return found, compiled, graph.objects
+
+    def _recipe(self, graph: GraphSpec, job: _core.CompileJob, compiler: Any) -> str:
+        """How the graph's units are compiled, as struct keys hold it."""
+        return recipe_of(compiler, key_extra(graph.objects), job_signature(job))
+
+    def _reusing(
+        self,
+        graph: GraphSpec,
+        job: _core.CompileJob,
+        compiler: Any,
+        own: bool,
+        request: _core.ModuleRequest,
+    ) -> tuple[cmodule.CompiledModule, float] | None:
+        """The module of ``graph`` (whose units ``request`` asks for) built
+        with cached units in place of those of its own that are not cached
+        (:mod:`._unit_reuse`), and the seconds its assembly took; None when
+        none is reused, or when the module does not compile or link."""
+        plan = graph.unit_plan
+        if plan is None:
+            return None
+        try:  # never fails a compile: the graph's own units follow
+            cache = get_module_cache()
+            if cache.lookup(_core.request_key(compiler, request)) is not None:
+                return None
+            recipe = self._recipe(graph, job, compiler)
+            found = reused_units(plan, graph.spec, request, recipe, compiler, cache)
+        except OpweaveError as error:
+            _log.debug("%s: no cached unit reused: %s", self.label(), error)
+            return None
+        if found is None:
+            return None
+        spec, unit_exports = found
+        try:
+            made = self._request(graph, spec, job, compiler, own, unit_exports)
+            return self._load(graph, spec, compiler, made)
+        except CompileError as error:
+            _log.info(
+                "%s is compiled from its own units: with cached units reused, %s",
+                self.label(),
+                first_error(error),
+            )
+            return None
 
     def _is_own_node_graph(self) -> bool:
         """Whether the graph is the graph of its one node's code (see
@@ -267,10 +315,11 @@ class GraphBuild:
         job: _core.CompileJob,
         compiler: Any,
         own: bool = False,
+        unit_exports: Sequence[Sequence[str]] | None = None,
     ) -> tuple[_core.ModuleRequest, _core.AssembledModule, float]:
         """The request of the module of ``spec`` (one of ``graph``'s), its
         assembly, and the seconds they took; ``own``: the graph is its one
-        node's code."""
+        node's code; ``unit_exports``: what each of its units exports."""
         start = time.perf_counter()
         assembled = _core.assemble_module(spec)
         request = cmodule.module_request(
@@ -280,6 +329,7 @@ class GraphBuild:
             label=self.label(),
             prelude=cmodule.prelude_request(spec.headers, job),
             units=[unit.text for unit in assembled.units],
+            unit_exports=unit_exports,
         )
         request.exports = [graph.key for graph in spec.exports]
         if own and not assembled.units:

@@ -315,8 +315,14 @@ class _Builder:
         for index, node in enumerate(self.nodes):
             self.add_node(index, node)
         objects = self.objects()
-        parts, whole_parts = module_code(
-            objects, self.run_steps, self.compiler, self.fragment, self.cells, self.nodes_code
+        parts, whole_parts, unit_plan = module_code(
+            objects,
+            self.run_steps,
+            self.compiler,
+            self.fragment,
+            self.cells,
+            self.nodes_code,
+            self.origins,
         )
         common: dict[str, Any] = {
             "origins": self.origins,
@@ -342,6 +348,7 @@ class _Builder:
             (*self.cells.definitions, *(c.struct.name for c in self.nodes_code.codes)),
             self.node_plan() if len(self.nodes) == 1 else None,
             self.orphan_sources(),
+            unit_plan,
         )
 
     def orphan_sources(self) -> tuple[tuple[str, Any], ...]:

@@ -319,10 +319,12 @@ def test_a_damaged_unit_is_rebuilt_not_linked(
     assert report["right"], report
     assert report["outcomes"] == ["built"]
     units, reused = units_built(report)
-    assert units >= 2 and reused == 0  # the damaged unit was compiled again
+    # What the damaged units held was compiled again (under their keys, or
+    # in a new unit beside cached units that hold the rest, _unit_reuse.py).
+    assert units >= 2 and reused < units
     stats = _core.ModuleCache(str(cache)).stats()
     assert stats.counters.quarantines >= len(unit_cache.shared_units)
-    assert before <= keys(cache)  # the unit is back under its key
+    assert all(key in keys(cache) for key in before - set(unit_cache.shared_units))
     verified = _core.ModuleCache(str(cache)).verify()
     assert verified.problems == [] and verified.stale == []
     # The graph it came from links the rebuilt unit, and hits.

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.counting_cxx import counting_compiler, runs
 from support.layout_ops import AddScaled, Counter, Increment, values
 
 import opweave
@@ -128,25 +129,6 @@ def test_units_hold_the_node_code_and_the_module_only_declares_it() -> None:
     assert all("opweave_graph" not in u.text for u in assembled.units)
     # Its ExternalCOp code keeps the #line of its file.
     assert any('.c"' in u.text and "#line" in u.text for u in assembled.units)
-
-
-def counting_compiler(tmp_path: Path) -> tuple[str, Path]:
-    """A compiler wrapper that logs each run's arguments, then runs the
-    configured compiler."""
-    log = tmp_path / "runs.log"
-    wrapper = tmp_path / "counting-cxx"
-    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {opweave.config.cxx} "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return str(wrapper), log
-
-
-def runs(log: Path) -> tuple[int, int]:
-    """(compiles, links) logged since the last call."""
-    lines = log.read_text().splitlines() if log.exists() else []
-    log.write_text("")
-    compiles = sum(" -c " in f" {line} " for line in lines)
-    links = sum(line.startswith("-shared") for line in lines)
-    return compiles, links
 
 
 def kchain(ks):
