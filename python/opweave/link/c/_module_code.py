@@ -49,14 +49,12 @@ def module_code(
     fragment: Fragmenter,
     cells: Cells,
     nodes_code: NodeStructs,
-    origins: Sequence[tuple[str, str, int]],
 ) -> tuple[dict[str, Any], dict[str, Any] | None, UnitPlan | None]:
     """The module-level parts of the spec of a graph of ``objects`` (its ops
     and types) whose ``run_steps`` are laid out, and with units, those of the
     same module as one translation unit (keyword arguments of
     ``_core.ModuleSpec``, which the caller completes: origins, steps,
-    counts) and the plan of its units (:mod:`._unit_reuse`; ``origins``:
-    what its fragments' origins index)."""
+    counts) and the plan of its units (:mod:`._unit_reuse`)."""
     code = {id(obj): object_code(obj, compiler, fragment) for obj in objects}
     structs = nodes_code.codes
     spec = _translation_unit([code[id(obj)] for obj in objects], structs)
@@ -82,8 +80,25 @@ def module_code(
             text for op in struct.ops for text, _ in code[id(op)].init
         )
 
+    def alone(struct: StructCode) -> list[str]:
+        """The texts a unit of ``struct`` alone holds, in order (what its
+        struct key covers: see _unit_reuse.py)."""
+        parts = [code[id(o)] for o in [*(cells.types[c][0] for c in struct.cells), *struct.ops]]
+        return [
+            *(h for part in parts for h in part.headers),
+            "\0support",
+            *(text for part in parts for text, _ in part.support),
+            struct.support_apply[0],
+            "\0definitions",
+            *(text for c in struct.cells for text, _ in cells.definitions[c]),
+            *(text for text, _ in [*struct.declaration, *struct.body]),
+            "\0init",
+            *(text for part in parts for text, _ in part.init),
+            struct.init_apply[0],
+        ]
+
     split = _in_units(groups, run_steps, cells, nodes_code, spec, objects, code, spec_of)
-    return split, spec, UnitPlan(groups, spec_of, own_init, origins)
+    return split, spec, UnitPlan(groups, spec_of, own_init, alone)
 
 
 def _in_units(

@@ -5,9 +5,9 @@ Units are cut by content (:func:`._units.plan_units`), so an edit of a few
 ops changes the units they fall in, and each such unit would be compiled
 again, with every unchanged struct in it. Instead, each struct of a unit
 that is not cached is looked up by its *struct key* (:meth:`UnitPlan.keys`):
-the digest of the unit that would hold it alone (its code, its ops' and
-cells' code, the files and lines its ``#line`` directives name) and of the
-compile recipe (the compile job, the key material, the compiler). A unit
+the digest of the texts of the unit that would hold it alone (its code,
+its ops' and cells' code; a ``#line`` directive is in the text it comes
+with) and of the compile recipe (the compile job, the key material, the compiler). A unit
 records the struct keys of what it holds when it is built (its entry's
 exports, indexed for ``ModuleCache.find_export``), so a struct found there
 is taken from that unit, linked as it is (its source, so its key, is the
@@ -46,22 +46,22 @@ _INIT = re.compile(rb"^PyObject\* (opweave_unit_init_[0-9a-f]{16})\(void\) \{$",
 class UnitPlan:
     """The op structs of a graph's units (``groups``, in unit order), the
     spec of a unit of any of them (``spec_of``), which of them have init
-    code of their own (``own_init``) and the code origins the specs' fragments
-    index (``origins``: (what, file, line))."""
+    code of their own (``own_init``) and the texts of a unit of one of them
+    alone (``alone``, in order)."""
 
-    __slots__ = ("_keys", "groups", "origins", "own_init", "spec_of")
+    __slots__ = ("_keys", "alone", "groups", "own_init", "spec_of")
 
     def __init__(
         self,
         groups: Sequence[Sequence[StructCode]],
         spec_of: Callable[[Sequence[StructCode]], _core.UnitSpec],
         own_init: Callable[[StructCode], bool],
-        origins: Sequence[tuple[str, str, int]],
+        alone: Callable[[StructCode], list[str]],
     ) -> None:
         self.groups = [list(group) for group in groups]
         self.spec_of = spec_of
         self.own_init = own_init
-        self.origins = origins
+        self.alone = alone
         self._keys: dict[str, list[list[str]]] = {}
 
     def keys(self, recipe: str) -> list[list[str]]:
@@ -82,16 +82,8 @@ class UnitPlan:
         ]
 
     def _key(self, recipe: str, code: StructCode) -> str:
-        spec = self.spec_of([code])
-        digest = hashlib.sha256(recipe.encode())
-        digest.update(b"\0headers\0" + "\0".join(spec.headers).encode())
-        lists = [spec.support_code, *spec.definitions, spec.init_code, spec.init_code_apply]
-        for fragments in lists:
-            digest.update(b"\0list")
-            for text, origin in fragments:
-                where = self.origins[origin][1:] if origin >= 0 else ("", 0)
-                digest.update(f"\0{where[0]}:{where[1]}\0".encode() + text.encode())
-        return digest.hexdigest()
+        texts = [recipe, *self.alone(code)]
+        return hashlib.sha256("\0\0".join(texts).encode()).hexdigest()
 
 
 def recipe_of(compiler: Any, extra: str, job_signature: Any) -> str:

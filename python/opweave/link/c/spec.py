@@ -322,7 +322,6 @@ class _Builder:
             self.fragment,
             self.cells,
             self.nodes_code,
-            self.origins,
         )
         common: dict[str, Any] = {
             "origins": self.origins,
