@@ -97,8 +97,9 @@ def module_code(
             struct.init_apply[0],
         ]
 
-    split = _in_units(groups, run_steps, cells, nodes_code, spec, objects, code, spec_of)
-    return split, spec, UnitPlan(groups, spec_of, own_init, alone)
+    plan = UnitPlan(groups, spec_of, own_init, alone)
+    split = _in_units(groups, run_steps, cells, nodes_code, spec, objects, code, plan.spec_of)
+    return split, spec, plan
 
 
 def _in_units(

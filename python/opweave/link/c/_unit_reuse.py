@@ -3,21 +3,33 @@ changed, not the units they fell in.
 
 Units are cut by content (:func:`._units.plan_units`), so an edit of a few
 ops changes the units they fall in, and each such unit would be compiled
-again, with every unchanged struct in it. Instead, each struct of a unit
-that is not cached is looked up by its *struct key* (:meth:`UnitPlan.keys`):
-the digest of the texts of the unit that would hold it alone (its code,
-its ops' and cells' code; a ``#line`` directive is in the text it comes
-with) and of the compile recipe (the compile job, the key material, the compiler). A unit
-records the struct keys of what it holds when it is built (its entry's
-exports, indexed for ``ModuleCache.find_export``), so a struct found there
-is taken from that unit, linked as it is (its source, so its key, is the
-one cached: a hit). What no cached unit holds goes to new units, cut by
-weight as usual. A reused unit may hold structs the graph no longer has:
-their code is linked but never run, and their ops' init code is never run
-either, because a unit exports its keys only when none of its structs has
-init code of its own (an op's ``c_init_code`` or a node's
-``c_init_code_apply``): what such a unit's init function runs is its types'
-set-up (NumPy's C API), which the graph's own units run too.
+again, with every unchanged struct in it. Instead, when a graph's module is
+not cached, the structs of its units that are not cached are looked for in
+other cached units, which are then linked as they are (their source, so
+their key, is the cached one: a hit); what no cached unit holds goes to new
+units, cut by weight.
+
+- A struct's *content digest* is the SHA-256 of the texts of a unit that
+  would hold it alone (its code, its ops' and cells' code; a ``#line``
+  directive is in the text it comes with). A unit's text names the content
+  digests of what it holds, on a line of its own (:meth:`UnitPlan.spec_of`).
+- Its *struct key* adds the compile recipe (compiler, compile job, key
+  material): :func:`struct_key`. A unit records the struct keys of up to
+  three of its structs as its entry's exports (indexed for
+  ``ModuleCache.find_export``, as a module's node exports are): a unit is
+  found unless every one of those was edited, and each index file costs a
+  write when the unit is built, so not all of them are kept.
+- A unit found is read from its verified entry and taken whole: every struct
+  it names is then held. None is taken that holds a struct another unit of
+  the module holds (no struct is defined twice).
+
+A reused unit may hold structs the graph no longer has: their names are
+content hashes, so they clash with nothing, and their code is linked but
+never run. Their init code never runs either: a unit records no exports
+when one of its structs has init code of its own (an op's ``c_init_code``
+or a node's ``c_init_code_apply``), so the init function of a unit found
+runs only its types' set-up (NumPy's C API), which the graph's units run
+too.
 
 If the module of reused units does not compile or link (a name defined by
 a reused unit and a new one), the graph is compiled from its own units
@@ -36,20 +48,23 @@ from opweave import _core
 from opweave.link.c._node_code import StructCode
 from opweave.link.c._units import group_by_weight
 
-__all__ = ["UnitPlan", "reused_units"]
+__all__ = ["UnitPlan", "recipe_of", "reused_units", "struct_key"]
 
 _log = logging.getLogger("opweave.link.c")
 
-_INIT = re.compile(rb"^PyObject\* (opweave_unit_init_[0-9a-f]{16})\(void\) \{$", re.MULTILINE)
+_INIT = re.compile(r"^PyObject\* (opweave_unit_init_[0-9a-f]{16})\(void\) \{$", re.MULTILINE)
+# The line of a unit's text that names what it holds (UnitPlan.spec_of).
+_HOLDS = "// opweave unit holds: "
+_HOLDS_LINE = re.compile(r"^// opweave unit holds: ([0-9a-f ]+)$", re.MULTILINE)
 
 
 class UnitPlan:
-    """The op structs of a graph's units (``groups``, in unit order), the
-    spec of a unit of any of them (``spec_of``), which of them have init
-    code of their own (``own_init``) and the texts of a unit of one of them
-    alone (``alone``, in order)."""
+    """The op structs of a graph's units (``groups``, in unit order) and how
+    to make the spec of a unit of any of them. ``spec_of`` makes a unit's
+    spec, ``own_init`` tells a struct with init code of its own, and
+    ``alone`` gives the texts of a unit of one struct alone, in order."""
 
-    __slots__ = ("_keys", "alone", "groups", "own_init", "spec_of")
+    __slots__ = ("_content", "_spec_of", "groups", "own_init")
 
     def __init__(
         self,
@@ -59,31 +74,40 @@ class UnitPlan:
         alone: Callable[[StructCode], list[str]],
     ) -> None:
         self.groups = [list(group) for group in groups]
-        self.spec_of = spec_of
+        self._spec_of = spec_of
         self.own_init = own_init
-        self.alone = alone
-        self._keys: dict[str, list[list[str]]] = {}
+        # id(struct) -> the digest of the texts of a unit of it alone
+        self._content = {
+            id(code): hashlib.sha256("\0\0".join(alone(code)).encode()).hexdigest()
+            for group in self.groups
+            for code in group
+        }
 
-    def keys(self, recipe: str) -> list[list[str]]:
-        """The struct key (see the top) of each struct, per group."""
-        found = self._keys.get(recipe)
-        if found is None:
-            found = self._keys[recipe] = [
-                [self._key(recipe, code) for code in group] for group in self.groups
-            ]
-        return found
+    def spec_of(self, group: Sequence[StructCode]) -> _core.UnitSpec:
+        """The spec of the unit of ``group``, whose text names what it holds
+        (the content digest of each struct, on its first line)."""
+        spec = self._spec_of(group)
+        holds = " ".join(self.content(code) for code in group)
+        spec.support_code = [(f"{_HOLDS}{holds}\n", -1), *spec.support_code]
+        return spec
 
-    def exports(self, recipe: str) -> list[list[str]]:
-        """What each group's unit records as its exports: its struct keys,
-        or none when one of its structs has init code of its own."""
-        return [
-            [] if any(map(self.own_init, group)) else keys
-            for group, keys in zip(self.groups, self.keys(recipe), strict=True)
-        ]
+    def content(self, code: StructCode) -> str:
+        """The digest of the texts of a unit of ``code`` alone."""
+        return self._content[id(code)]
 
-    def _key(self, recipe: str, code: StructCode) -> str:
-        texts = [recipe, *self.alone(code)]
-        return hashlib.sha256("\0\0".join(texts).encode()).hexdigest()
+    def exports(self, group: Sequence[StructCode], recipe: str) -> list[str]:
+        """What the unit of ``group`` records as its exports: the struct keys
+        of up to three of its structs (its first, middle and last), or none
+        when one of them has init code of its own."""
+        if any(map(self.own_init, group)):
+            return []
+        picked = sorted({0, len(group) // 2, len(group) - 1})
+        return [struct_key(recipe, self.content(group[i])) for i in picked]
+
+
+def struct_key(recipe: str, content: str) -> str:
+    """The struct key of a struct of ``content`` compiled with ``recipe``."""
+    return hashlib.sha256(f"{recipe}\0\0{content}".encode()).hexdigest()
 
 
 def recipe_of(compiler: Any, extra: str, job_signature: Any) -> str:
@@ -104,44 +128,32 @@ def reused_units(
     ``request``) with each unit that is not in ``cache`` replaced (see the
     top), and what each of its units exports; None when no cached unit holds
     a struct of theirs."""
-    keys = plan.keys(recipe)
-    exports = plan.exports(recipe)
-    missing = [
-        i for i, key in enumerate(_core.unit_keys(compiler, request)) if cache.lookup(key) is None
-    ]
+    unit_keys = _core.unit_keys(compiler, request)
+    missing = [i for i, key in enumerate(unit_keys) if cache.lookup(key) is None]
     kept = [i for i in range(len(plan.groups)) if i not in set(missing)]
-    # struct key -> the unit holding it: a kept unit (-1) or one taken here
-    held: dict[str, int] = {key: -1 for i in kept for key in keys[i]}
+    # content digest -> the unit holding it: a kept unit (-1) or one taken here
+    held = {plan.content(code): -1 for i in kept for code in plan.groups[i]}
     taken: list[tuple[_core.UnitSpec, list[str]]] = []
     for i in missing:
-        for key in keys[i]:
-            if key not in held:
-                _take(cache, key, held, taken)
+        for code in plan.groups[i]:
+            if plan.content(code) not in held:
+                _take(cache, struct_key(recipe, plan.content(code)), held, taken)
     if not taken:
         return None
     left = [
-        code
-        for i in missing
-        for code, key in zip(plan.groups[i], keys[i], strict=True)
-        if key not in held
+        code for i in missing for code in plan.groups[i] if held.get(plan.content(code)) is None
     ]
     units = [spec.units[i] for i in kept] + [unit for unit, _ in taken]
-    unit_exports = [exports[i] for i in kept] + [found for _, found in taken]
-    key_of = {
-        id(code): key
-        for group, found in zip(plan.groups, keys, strict=True)
-        for code, key in zip(group, found, strict=True)
-    }
+    unit_exports = [request.units[i].exports for i in kept] + [found for _, found in taken]
     for group in group_by_weight(left):
         units.append(plan.spec_of(group))
-        own = any(map(plan.own_init, group))
-        unit_exports.append([] if own else [key_of[id(code)] for code in group])
+        unit_exports.append(plan.exports(group, recipe))
     out = spec.copy()
     out.units = units
     _log.debug(
         "units reused for %d of %d structs of %d units not cached (%d new units)",
-        sum(len(keys[i]) for i in missing) - len(left),
-        sum(len(keys[i]) for i in missing),
+        sum(len(plan.groups[i]) for i in missing) - len(left),
+        sum(len(plan.groups[i]) for i in missing),
         len(missing),
         len(units) - len(kept) - len(taken),
     )
@@ -154,20 +166,21 @@ def _take(
     held: dict[str, int],
     taken: list[tuple[_core.UnitSpec, list[str]]],
 ) -> None:
-    """Takes the cached unit that holds the struct of ``key``, if any, into
-    ``taken``, with every struct key it holds into ``held``; not one that
-    holds a struct another unit of the module holds (the module would
-    define it twice)."""
+    """Takes the cached unit that exports the struct key ``key``, if any,
+    into ``taken``, with the content digest of every struct it holds into
+    ``held``; not one that holds a struct another unit of the module holds
+    (the module would define it twice)."""
     entry = cache.find_export(key)
     if entry is None or entry.kind != "unit" or key not in entry.exports:
         return
-    if any(held_key in held for held_key in entry.exports):
+    data = cache.read_entry_file(entry.key, "unit.cpp")
+    text = None if data is None else data.decode("utf-8", "replace")
+    holds = None if text is None else _HOLDS_LINE.search(text)
+    init = None if text is None else _INIT.search(text)
+    if text is None or holds is None or init is None:
         return
-    text = cache.read_entry_file(entry.key, "unit.cpp")
-    found = None if text is None else _INIT.search(text)
-    if text is None or found is None:
+    contents = holds.group(1).split()
+    if any(content in held for content in contents):
         return
-    init = found.group(1).decode()
-    taken.append((_core.UnitSpec(text=text.decode(), init_function=init), list(entry.exports)))
-    for held_key in entry.exports:
-        held[held_key] = len(taken) - 1
+    taken.append((_core.UnitSpec(text=text, init_function=init.group(1)), list(entry.exports)))
+    held.update(dict.fromkeys(contents, len(taken) - 1))

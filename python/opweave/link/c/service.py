@@ -202,7 +202,8 @@ class GraphBuild:
         hooks = time.perf_counter()
         exports = None
         if graph.unit_plan is not None:
-            exports = graph.unit_plan.exports(self._recipe(graph, job, compiler))
+            recipe = self._recipe(graph, job, compiler)
+            exports = [graph.unit_plan.exports(group, recipe) for group in graph.unit_plan.groups]
         request = self._request(graph, graph.spec, job, compiler, own, exports)
         whole_because = ""
         with paused() if seen is not None else contextlib.nullcontext():
