@@ -33,7 +33,7 @@ too.
 
 If the module of reused units does not compile or link (a name defined by
 a reused unit and a new one), the graph is compiled from its own units
-(:meth:`.service.GraphBuild._compile`).
+(:func:`built_reusing`, :meth:`.service.GraphBuild._compile`).
 """
 
 from __future__ import annotations
@@ -42,13 +42,18 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from opweave import _core
+from opweave.errors import CompileError, OpweaveError
+from opweave.link.c._cache_choice import get_module_cache
+from opweave.link.c._compile_errors import first_error
 from opweave.link.c._node_code import StructCode
 from opweave.link.c._units import group_by_weight
 
-__all__ = ["UnitPlan", "recipe_of", "reused_units", "struct_key"]
+__all__ = ["UnitPlan", "built_reusing", "recipe_of", "reused_units", "struct_key"]
+
+T = TypeVar("T")
 
 _log = logging.getLogger("opweave.link.c")
 
@@ -114,6 +119,42 @@ def recipe_of(compiler: Any, extra: str, job_signature: Any) -> str:
     """What a struct key holds of how its unit is compiled: the compiler,
     the key material beyond the source (``extra``) and the compile job."""
     return repr((compiler.key_material(), job_signature, extra))
+
+
+def built_reusing(
+    plan: UnitPlan,
+    spec: _core.ModuleSpec,
+    request: _core.ModuleRequest,
+    recipe: str,
+    compiler: Any,
+    load: Callable[[_core.ModuleSpec, list[list[str]]], T],
+    label: str,
+) -> T | None:
+    """What ``load(spec, exports)`` gives for ``spec`` (whose units are
+    ``plan``'s groups, requested by ``request``) with cached units in place
+    of those of its own that are not cached (:func:`reused_units`); None when
+    its module is cached, when no unit is reused, or when the module of
+    reused units does not compile or link (then logged: the graph's own
+    units follow). Never fails a compile."""
+    try:
+        cache = get_module_cache()
+        if cache.lookup(_core.request_key(compiler, request)) is not None:
+            return None
+        found = reused_units(plan, spec, request, recipe, compiler, cache)
+    except OpweaveError as error:
+        _log.debug("%s: no cached unit reused: %s", label, error)
+        return None
+    if found is None:
+        return None
+    try:
+        return load(*found)
+    except CompileError as error:
+        _log.info(
+            "%s is compiled from its own units: with cached units reused, %s",
+            label,
+            first_error(error),
+        )
+        return None
 
 
 def reused_units(

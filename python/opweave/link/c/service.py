@@ -22,13 +22,12 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from opweave import _core
-from opweave.errors import CompileError, OpweaveError
+from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, graph_variables, is_constant
 from opweave.graph.destroy import ordered_nodes
 from opweave.graph.fg import FunctionGraph
 from opweave.link.basic import NodeThunk
 from opweave.link.c import cmodule
-from opweave.link.c._cache_choice import get_module_cache
 from opweave.link.c._compile_errors import explained, first_error
 from opweave.link.c._compile_job import chosen_compiler, compile_job, key_extra
 from opweave.link.c._dep_window import Recording, paused
@@ -46,7 +45,7 @@ from opweave.link.c._node_keys import (
 from opweave.link.c._node_memo import computed_together
 from opweave.link.c._node_memo import node_code as _remembered_code
 from opweave.link.c._steps import can_run_in_c
-from opweave.link.c._unit_reuse import recipe_of, reused_units
+from opweave.link.c._unit_reuse import built_reusing, recipe_of
 from opweave.link.c.hooks import call_optional_hook
 from opweave.link.c.kernels import code_op
 from opweave.link.c.spec import GraphSpec, MissingCCode, build_spec
@@ -200,14 +199,14 @@ class GraphBuild:
         build does."""
         compiler, graph, job, own = self._planned()
         hooks = time.perf_counter()
-        exports = None
-        if graph.unit_plan is not None:
-            recipe = self._recipe(graph, job, compiler)
-            exports = [graph.unit_plan.exports(group, recipe) for group in graph.unit_plan.groups]
+        plan, exports, recipe = graph.unit_plan, None, ""
+        if plan is not None:  # how its units are compiled, as struct keys hold it
+            recipe = recipe_of(compiler, key_extra(graph.objects), job_signature(job))
+            exports = [plan.exports(group, recipe) for group in plan.groups]
         request = self._request(graph, graph.spec, job, compiler, own, exports)
         whole_because = ""
         with paused() if seen is not None else contextlib.nullcontext():
-            reused = self._reusing(graph, job, compiler, own, request[0])
+            reused = self._reusing(graph, job, compiler, own, request[0], recipe)
             try:
                 compiled, assembly = reused or self._load(graph, graph.spec, compiler, request)
             except CompileError as error:
@@ -234,10 +233,6 @@ class GraphBuild:
         )
         return found, compiled, graph.objects
 
-    def _recipe(self, graph: GraphSpec, job: _core.CompileJob, compiler: Any) -> str:
-        """How the graph's units are compiled, as struct keys hold it."""
-        return recipe_of(compiler, key_extra(graph.objects), job_signature(job))
-
     def _reusing(
         self,
         graph: GraphSpec,
@@ -245,36 +240,19 @@ class GraphBuild:
         compiler: Any,
         own: bool,
         request: _core.ModuleRequest,
+        recipe: str,
     ) -> tuple[cmodule.CompiledModule, float] | None:
-        """The module of ``graph`` (whose units ``request`` asks for) built
-        with cached units in place of those of its own that are not cached
-        (:mod:`._unit_reuse`), and the seconds its assembly took; None when
-        none is reused, or when the module does not compile or link."""
-        plan = graph.unit_plan
-        if plan is None:
+        """The module of ``graph`` (whose units ``request`` asks for) with
+        cached units reused, or None (:func:`._unit_reuse.built_reusing`)."""
+        if graph.unit_plan is None:
             return None
-        try:  # never fails a compile: the graph's own units follow
-            cache = get_module_cache()
-            if cache.lookup(_core.request_key(compiler, request)) is not None:
-                return None
-            recipe = self._recipe(graph, job, compiler)
-            found = reused_units(plan, graph.spec, request, recipe, compiler, cache)
-        except OpweaveError as error:
-            _log.debug("%s: no cached unit reused: %s", self.label(), error)
-            return None
-        if found is None:
-            return None
-        spec, unit_exports = found
-        try:
-            made = self._request(graph, spec, job, compiler, own, unit_exports)
+
+        def load(spec: _core.ModuleSpec, exports: Any) -> Any:
+            made = self._request(graph, spec, job, compiler, own, exports)
             return self._load(graph, spec, compiler, made)
-        except CompileError as error:
-            _log.info(
-                "%s is compiled from its own units: with cached units reused, %s",
-                self.label(),
-                first_error(error),
-            )
-            return None
+
+        plan, label = graph.unit_plan, self.label()
+        return built_reusing(plan, graph.spec, request, recipe, compiler, load, label)
 
     def _is_own_node_graph(self) -> bool:
         """Whether the graph is the graph of its one node's code (see
