@@ -10,6 +10,8 @@ so that two variants are two different codes:
 - kchainSN, kchainMN, kchainPN: kchainAN with 5 ops changed at its start,
   in its middle, and spread over it (at N/10, 3N/10, ..., 9N/10), each to
   ops of its own (k = N+11.., N+21.., N+31..): the edits of bench_scaling.py;
+- kaloneN: the 5 new ops of kchainPN alone, in a chain (what the spread edit
+  compiles, as a graph of its own);
 - pychainN: a chain of N nodes whose middle node has no C code (for `c|py`).
 
 and the graphs of issue 24 (bench_reuse.py builds them in this order, in one
@@ -152,6 +154,8 @@ def build(api: SimpleNamespace, graph: str) -> tuple[list[Any], list[Any]]:
         ks = list(range(301, 301 + n))
     elif kind == "kchainB":
         ks = list(range(1, n - 4)) + list(range(n + 1, n + 6))
+    elif kind == "kalone":
+        ks = [n + EDIT_K["kchainP"] + offset for offset in range(5)]
     elif kind in EDITED:
         ks = list(range(1, n + 1))
         for offset, position in enumerate(EDITED[kind](n)):
