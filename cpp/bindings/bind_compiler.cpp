@@ -61,15 +61,24 @@ void init_system_compiler(py::module_& m) {
     py::class_<Compiler>(m, "Compiler", "The compiler interface.");
     py::class_<SystemCompiler, Compiler>(m, "SystemCompiler",
                                          "A real g++ or clang++, run with posix_spawnp.")
-        .def(py::init([](const std::string& cxx, const std::string& launcher, double timeout) {
+        .def(py::init([](const std::string& cxx, const std::string& launcher, double timeout,
+                         ModuleCache* version_records) {
                  CompilerOptions options;
                  options.cxx = cxx;
                  options.launcher = launcher;
                  options.timeout_seconds = timeout;
                  py::gil_scoped_release release;
-                 return std::make_unique<SystemCompiler>(options);
+                 if (version_records == nullptr) {
+                     return std::make_unique<SystemCompiler>(options);
+                 }
+                 const VersionMemo memo = compiler_version_records(*version_records);
+                 return std::make_unique<SystemCompiler>(options, &memo);
              }),
-             py::arg("cxx") = "", py::arg("launcher") = "", py::arg("timeout") = CompilerOptions{}.timeout_seconds)
+             py::arg("cxx") = "", py::arg("launcher") = "",
+             py::arg("timeout") = CompilerOptions{}.timeout_seconds,
+             py::arg("version_records") = static_cast<ModuleCache*>(nullptr),
+             "version_records: a ModuleCache that keeps the compiler's `--version`\n"
+             "output between processes (compiler_version_records), or None.")
         .def_property_readonly(
             "identity",
             [](const SystemCompiler& compiler) {

@@ -36,6 +36,9 @@
 // would make the hash ignore the root, but the object served would still
 // name the root that compiled it first.) Verified with ccache 4.7,
 // sccache 0.16, g++ 12 and clang++ 14.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -47,6 +50,7 @@
 #include "opweave/compiler.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
+#include "util/fd.hpp"
 #include "util/process.hpp"
 
 namespace opweave {
@@ -241,9 +245,40 @@ private:
     std::filesystem::path m_path;
 };
 
+// The file `path` names after symbolic links, when it is an ELF executable.
+std::optional<std::filesystem::path> elf_file(const std::string& path) {
+    std::error_code error;
+    const std::filesystem::path file = std::filesystem::canonical(path, error);
+    const util::Fd fd(error ? -1 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    char magic[4] = {};
+    if (!fd || ::read(fd.get(), magic, sizeof magic) != static_cast<ssize_t>(sizeof magic) ||
+        std::string_view(magic, sizeof magic) != std::string_view("\x7f" "ELF", 4)) {
+        return std::nullopt;
+    }
+    return file;
+}
+
+// The output of `<path> --version`; Error when it cannot be had.
+std::string version_of(const std::string& path) {
+    const std::vector<std::string> query = {path, "--version"};
+    util::ProcessResult version;
+    try {
+        version = util::run_process(query, k_version_timeout_seconds);
+    } catch (const Error& e) {
+        throw Error("cannot query the C++ compiler version: " + std::string(e.what()));
+    }
+    if (!version.succeeded()) {
+        throw Error("'" + path + " --version' " +
+                    describe_failure(version, k_version_timeout_seconds) +
+                    "; is it a working C++ compiler? Output:\n" + version.output);
+    }
+    return std::move(version.output);
+}
+
 }  // namespace
 
-SystemCompiler::SystemCompiler(CompilerOptions options) : m_options(std::move(options)) {
+SystemCompiler::SystemCompiler(CompilerOptions options, const VersionMemo* memo)
+    : m_options(std::move(options)) {
     compiler_detail::CompilerCommand command =
         compiler_detail::resolve_compiler_command(m_options.cxx);
     m_identity.path = command.compiler.string();
@@ -252,21 +287,16 @@ SystemCompiler::SystemCompiler(CompilerOptions options) : m_options(std::move(op
     std::vector<std::string> configured = compiler_detail::resolve_launcher(m_options.launcher);
     m_identity.launcher = configured.empty() ? std::move(command.launcher) : std::move(configured);
 
-    const std::vector<std::string> query = {m_identity.path, "--version"};
-    util::ProcessResult version;
-    try {
-        version = util::run_process(query, k_version_timeout_seconds);
-    } catch (const Error& e) {
-        throw Error("cannot query the C++ compiler version: " + std::string(e.what()));
+    const std::optional<std::filesystem::path> file =
+        memo != nullptr ? elf_file(m_identity.path) : std::nullopt;
+    std::optional<std::string> known = file && memo->find ? memo->find(*file) : std::nullopt;
+    m_identity.version = known ? std::move(*known) : version_of(m_identity.path);
+    if (file && !known && memo->keep) {
+        memo->keep(*file, m_identity.version);
     }
-    if (!version.succeeded()) {
-        throw Error("'" + m_identity.path + " --version' " +
-                    describe_failure(version, k_version_timeout_seconds) +
-                    "; is it a working C++ compiler? Output:\n" + version.output);
-    }
-    m_identity.version = std::move(version.output);
     m_identity.launcher_wrapper = launcher_wrapper_of(m_identity);
 }
+
 
 std::vector<std::vector<std::string>> SystemCompiler::command_lines(const CompileJob& job) const {
     const std::string& cxx = m_identity.path;

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
-
-#include "opweave/build_monitor.hpp"
 #include <string_view>
 #include <vector>
+
+#include "opweave/build_monitor.hpp"
 
 namespace opweave {
 
@@ -125,6 +127,19 @@ struct CompilerOptions {
     double timeout_seconds = 600.0;
 };
 
+// What a SystemCompiler may keep of its compiler between processes: the
+// output of `--version`, for which a fresh process otherwise runs the
+// compiler (about 10 ms). Used only for a compiler that is an ELF
+// executable (after symbolic links: `file`), whose `--version` output is its
+// own; a script may print what its environment makes it print. `find` gives
+// the output kept for `file` as it is now (its owner names it by the file's
+// identity and times, so that an upgraded or replaced compiler is asked
+// again), or nothing; `keep` keeps it.
+struct VersionMemo {
+    std::function<std::optional<std::string>(const std::filesystem::path& file)> find;
+    std::function<void(const std::filesystem::path& file, const std::string& version)> keep;
+};
+
 // Returns the absolute path of the compiler that `cxx` names (see
 // CompilerOptions::cxx for the search order). Throws Error if none is found.
 std::filesystem::path find_compiler(std::string_view cxx);
@@ -132,9 +147,10 @@ std::filesystem::path find_compiler(std::string_view cxx);
 // A real g++ or clang++ run as a child process.
 class SystemCompiler final : public Compiler {
 public:
-    // Resolves the compiler and the launcher and runs `<cxx> --version`.
-    // Throws Error if either cannot be found or the version query fails.
-    explicit SystemCompiler(CompilerOptions options = {});
+    // Resolves the compiler and the launcher and runs `<cxx> --version`,
+    // unless `memo` (used while constructing only) has its output. Throws
+    // Error if either cannot be found or the version query fails.
+    explicit SystemCompiler(CompilerOptions options = {}, const VersionMemo* memo = nullptr);
 
     // What one command of a job does; it shapes error messages.
     enum class Step { compile_and_link, compile_object, link };

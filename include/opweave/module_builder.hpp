@@ -154,6 +154,14 @@ std::string module_key(const Compiler& compiler, const ModuleRequest& request);
 std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
                      const CompileJob& job, std::string_view extra);
 
+// A VersionMemo (compiler.hpp) that keeps compiler versions as records of
+// `cache` (kind "compilers"), each named by the compiler file's path,
+// device, inode, size and modification and change times, so that a
+// compiler upgraded, rebuilt or replaced is asked again; a record that is
+// not a version (empty, over 64 KiB, or holding a NUL) is not used. `cache`
+// must outlive the memo.
+VersionMemo compiler_version_records(ModuleCache& cache);
+
 // The keys build_module(cache, compiler, request) files the request's units
 // under, in request order.
 std::vector<std::string> unit_keys(const Compiler& compiler, const ModuleRequest& request);

@@ -949,7 +949,7 @@ class SystemCompiler(Compiler):
     """
     A real g++ or clang++, run with posix_spawnp.
     """
-    def __init__(self, cxx: str = '', launcher: str = '', timeout: typing.SupportsFloat | typing.SupportsIndex = 600.0) -> None:
+    def __init__(self, cxx: str = '', launcher: str = '', timeout: typing.SupportsFloat | typing.SupportsIndex = 600.0, version_records: ModuleCache | None = None) -> None:
         ...
     def command_lines(self, job: CompileJob) -> list[list[str]]:
         """

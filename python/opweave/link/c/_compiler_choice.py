@@ -10,8 +10,9 @@ from pathlib import Path
 
 from opweave import _core
 from opweave.configparser import config
-from opweave.errors import MissingGXX
+from opweave.errors import MissingGXX, OpweaveError
 from opweave.link.c._abi_keys import fingerprint
+from opweave.link.c._cache_choice import get_module_cache
 from opweave.link.c._context import CONTEXT
 
 __all__ = ["environment_fingerprint", "get_compiler"]
@@ -31,9 +32,22 @@ def get_compiler() -> _core.SystemCompiler:
                 "no C++ compiler found: install g++ or clang++, or name one with "
                 "OPWEAVE_FLAGS=cxx=/path/to/compiler (or $CXX)"
             )
-        compiler = _core.SystemCompiler(settings[0], launcher=_launcher(settings[1]))
+        compiler = _core.SystemCompiler(
+            settings[0], launcher=_launcher(settings[1]), version_records=_version_records()
+        )
         CONTEXT.compilers[settings] = compiler
     return compiler
+
+
+def _version_records() -> _core.ModuleCache | None:
+    """The cache that keeps compilers' ``--version`` output between
+    processes (``compiler_version_records`` in module_builder.hpp: a fresh
+    process then runs no compiler to name one), or None when its root is
+    refused (the compiler is asked)."""
+    try:
+        return get_module_cache()
+    except OpweaveError:
+        return None
 
 
 def _launcher(launcher: str) -> str:
