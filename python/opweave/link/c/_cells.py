@@ -35,6 +35,11 @@ CELL_NAME = "V"
 _HOOKS = ("c_declare", "c_extract", "c_cleanup", "c_init", "c_sync")
 _OPTIONAL = ("c_init", "c_sync")
 _END = "}\n__label_1:\nreturn __failure;\n}\n"  # closes a function body
+# A cell's take, take_output, sync and release are compiled once per
+# translation unit, not inlined into each step and export that calls them: a
+# module with node exports (c|py) calls them from both, and their code (a
+# type's extract and sync code) is most of what such a module adds.
+_OUT_OF_LINE = "__attribute__((noinline)) "
 _STORE = "for (int i = 0; i < a[2]; ++i) {\nopweave_store(o + a[3 + i], c.py_V);\n}\n"
 # role -> (is an undo function, body); the body's `{cell}` is the struct's name.
 _ROLES = {
@@ -179,7 +184,7 @@ class Cells:
             (f"struct {name} {{\nPyObject* py_V;\n", -1),
             declare,
             (
-                "int take(PyObject* __object) {\nint __failure = 0;\n"
+                f"{_OUT_OF_LINE}int take(PyObject* __object) {{\nint __failure = 0;\n"
                 "py_V = __object;\nPy_INCREF(py_V);\n{\n",
                 -1,
             ),
@@ -189,7 +194,7 @@ class Cells:
         if init is not None:
             parts += [
                 (
-                    "int take_output(PyObject** __slot) {\n"
+                    f"{_OUT_OF_LINE}int take_output(PyObject** __slot) {{\n"
                     "PyObject* __object = *__slot;\n*__slot = NULL;\n"
                     "if (__object != NULL && __object != Py_None) {\n"
                     "int __status = take(__object);\nPy_DECREF(__object);\nreturn __status;\n}\n"
@@ -202,10 +207,14 @@ class Cells:
                 (_END, -1),
             ]
         if sync is not None:
-            parts += [("int sync() {\nint __failure = 0;\n{\n", -1), sync, (_END, -1)]
+            parts += [
+                (f"{_OUT_OF_LINE}int sync() {{\nint __failure = 0;\n{{\n", -1),
+                sync,
+                (_END, -1),
+            ]
         return [
             *parts,
-            ("void release() {\nint __failure = 0;\n{\n", -1),
+            (f"{_OUT_OF_LINE}void release() {{\nint __failure = 0;\n{{\n", -1),
             cleanup,
             ("}\n__label_1:\n(void)__failure;\nPy_XDECREF(py_V);\n}\n};\n", -1),
         ]

@@ -49,7 +49,9 @@ _TAGS = frozenset({"struct", "class", "union", "enum", "namespace"})
 # Keywords and built-in types: never a declared name.
 _NOT_NAMES = frozenset(
     "const static inline extern volatile unsigned signed return if while for switch sizeof "
-    "int long short char float double void bool auto operator template typename".split()
+    "int long short char float double void bool auto operator template typename "
+    # specifiers followed by parentheses: `__attribute__((noinline)) int f(...)`
+    "__attribute__ __declspec __extension__ alignas decltype noexcept static_assert".split()
 )
 
 

@@ -124,9 +124,22 @@ def test_a_fresh_process_does_not_use_an_export_made_among_neighbours(tmp_path: 
     assert done.stdout.strip().splitlines()[-1] == str(X.tolist())
 
 
-def test_a_neighbour_that_cannot_change_the_node_keeps_its_export() -> None:
+class WithAttributes(_Elementwise):
+    """Support code whose functions carry attributes, a specifier in
+    parentheses before them (the cells' own functions carry one too)."""
+
+    def c_support_code(self, **kwargs: Any) -> str:
+        return (
+            "__attribute__((noinline)) static double opw_attributed(double v) { return v; }\n"
+            "alignas(16) static double opw_aligned[2];\n"
+        )
+
+
+@pytest.mark.parametrize("neighbour", ["unrelated", "with attributes"])
+def test_a_neighbour_that_cannot_change_the_node_keeps_its_export(neighbour: str) -> None:
     x = dvector("x")
-    function([x], Unrelated()(Scaled()(x)), mode=CPY)
+    other = Unrelated() if neighbour == "unrelated" else WithAttributes()
+    function([x], other(Scaled()(x)), mode=CPY)
     alone = function([x], Scaled()(x), mode=CPY)
     np.testing.assert_array_equal(alone(X), X)
     assert alone.compile_profile["compiled"] == 0  # the export of the first module
