@@ -38,7 +38,7 @@ _END = "}\n__label_1:\nreturn __failure;\n}\n"  # closes a function body
 # A cell's take, take_output, sync and release are compiled once per
 # translation unit, not inlined into each step and export that calls them: a
 # module with node exports (c|py) calls them from both, and their code (a
-# type's extract and sync code) is most of what such a module adds.
+# type's extract and sync code) would be compiled for each (docs/cache.md).
 _OUT_OF_LINE = "__attribute__((noinline)) "
 _STORE = "for (int i = 0; i < a[2]; ++i) {\nopweave_store(o + a[3 + i], c.py_V);\n}\n"
 # role -> (is an undo function, body); the body's `{cell}` is the struct's name.

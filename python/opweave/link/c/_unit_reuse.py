@@ -215,10 +215,11 @@ def _take(
     if entry is None or entry.kind != "unit" or key not in entry.exports:
         return
     data = cache.read_entry_file(entry.key, "unit.cpp")
-    text = None if data is None else data.decode("utf-8", "replace")
-    holds = None if text is None else _HOLDS_LINE.search(text)
-    init = None if text is None else _INIT.search(text)
-    if text is None or holds is None or init is None:
+    if data is None:
+        return
+    text = data.decode("utf-8", "replace")
+    holds, init = _HOLDS_LINE.search(text), _INIT.search(text)
+    if holds is None or init is None:
         return
     contents = holds.group(1).split()
     if any(content in held for content in contents):

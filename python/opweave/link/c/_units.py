@@ -74,21 +74,13 @@ def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
     weights = [weight(code) for code in codes]
     if threshold == 0 or (len(codes) < threshold and sum(weights) < threshold * _WEIGHT_PER_CODE):
         return []
-    groups: list[list[StructCode]] = []
-    current: list[StructCode] = []
-    current_weight = 0
-    for code, code_weight in zip(codes, weights, strict=True):
-        if code.struct.stateful:
-            continue
-        current.append(code)
-        current_weight += code_weight
+    kept = [(code, w) for code, w in zip(codes, weights, strict=True) if not code.struct.stateful]
+
+    def ends(code: StructCode, code_weight: int, group_weight: int) -> bool:
         draw = int(code.struct.name.rsplit("_", 1)[-1], 16) % _AVERAGE_WEIGHT
-        cut = draw < code_weight and current_weight >= _MIN_WEIGHT
-        if cut or len(current) >= _MAX:
-            groups.append(current)
-            current, current_weight = [], 0
-    if current:
-        groups.append(current)
+        return draw < code_weight and group_weight >= _MIN_WEIGHT
+
+    groups = _cut(kept, ends)
     return groups if len(groups) >= 2 else []
 
 
@@ -96,13 +88,22 @@ def group_by_weight(codes: Sequence[StructCode]) -> list[list[StructCode]]:
     """``codes`` in groups of about ``_AVERAGE_WEIGHT`` (at most ``_MAX``),
     in order: the new units of an edit (:mod:`._unit_reuse`), which are
     compiled now, whatever their content."""
+    return _cut([(code, weight(code)) for code in codes], lambda _c, _w, g: g >= _AVERAGE_WEIGHT)
+
+
+def _cut(
+    weighed: Sequence[tuple[StructCode, int]], ends: Callable[[StructCode, int, int], bool]
+) -> list[list[StructCode]]:
+    """The structs of ``weighed`` ((struct, weight), in order) in groups,
+    each ending after a struct for which ``ends(struct, its weight, the
+    group's weight with it)`` holds, or after ``_MAX`` structs."""
     groups: list[list[StructCode]] = []
     current: list[StructCode] = []
     current_weight = 0
-    for code in codes:
+    for code, code_weight in weighed:
         current.append(code)
-        current_weight += weight(code)
-        if current_weight >= _AVERAGE_WEIGHT or len(current) >= _MAX:
+        current_weight += code_weight
+        if ends(code, code_weight, current_weight) or len(current) >= _MAX:
             groups.append(current)
             current, current_weight = [], 0
     if current:

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from support.counting_cxx import counting_compiler, runs
-from support.ops import copy_and_update
+from support.inplace_ops import InplaceAddOne, View, g
+from support.ops import SameObject, copy_and_update
 from support.unit_hook_ops import ApplyStatic, CleanupCode, GlobalHelper, _Affine
 
 import opweave
 from opweave.compile.function import function
 from opweave.compile.mode import Mode
+from opweave.graph.basic import Apply
+from opweave.link.c.op import COp
+from opweave.link.c.params_type import ParamsType
+from opweave.scalar.basic import float64
 from opweave.tensor import dvector
 
 X = np.linspace(-2.0, 2.0, 7)
@@ -156,3 +162,48 @@ def test_reused_units_that_do_not_link_give_way_to_the_graphs_own(
         check(f, kinds, ks, "c", tmp_path)
     finally:
         Clashing.version = 1
+
+
+class ParamsShift(COp):
+    """``z = x + shift``, ``shift`` read from its params."""
+
+    __props__ = ("shift",)
+    params_type = ParamsType(shift=float64)
+
+    def __init__(self, shift: float) -> None:
+        self.shift = float(shift)
+
+    def make_node(self, x: Any) -> Apply:
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node: Any, inputs: Any, output_storage: Any, params: Any = None) -> None:
+        output_storage[0][0] = inputs[0] + self.shift
+
+    def c_code(self, node: Any, name: str, inp: Any, out: Any, sub: Any) -> str:
+        update = f"*value += {sub['params']}->shift;"
+        return copy_and_update(inp[0], out[0], sub["fail"], update)
+
+
+def mixed(ks: list[float], x: Any) -> list[Any]:
+    """Two chains of distinct ops around a node reading ``py_x``, a view,
+    a node whose params shift it, and an in-place node with a second reader
+    of what it destroys."""
+    kinds = (GlobalHelper, CleanupCode)
+    half = len(ks) // 2
+    mid = ParamsShift(0.25)(View()(SameObject()(chain(kinds, ks[:half], x))))
+    destroyed, read = InplaceAddOne()(mid), g(mid)
+    return [chain(kinds, ks[half:], destroyed), read]
+
+
+@pytest.mark.parametrize("mode", ["c", "c|py"])
+def test_py_objects_views_params_and_inplace_nodes_in_reused_units(mode: str) -> None:
+    ks = constants(seed=5)
+    x = dvector("x")
+    function([x], mixed(ks, x), mode=mode)
+    f = function([x], mixed(edited(ks), x), mode=mode)
+    assert sum(m["units_reused"] for m in f.compile_profile["modules"]) >= 2
+    assert sum(m["units_compiled"] for m in f.compile_profile["modules"]) <= 2
+    want = function([x], mixed(edited(ks), x), mode=Mode(linker="py"))(X)
+    for _ in range(2):
+        for got, expected in zip(f(X), want, strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
