@@ -222,14 +222,15 @@ void bind_module_spec(py::module_& m) {
                          Definitions step_functions, std::vector<Step> init_steps,
                          std::vector<Step> run_steps, Fragments init_code,
                          Fragments init_code_apply, std::vector<UnitSpec> units,
-                         std::vector<GraphExport> exports, int n_inputs, int n_outputs,
+                         Definitions unit_names, std::vector<GraphExport> exports, int n_inputs, int n_outputs,
                          int n_orphans, std::string source_name) {
                  return ModuleSpec{std::move(origins),        std::move(headers),
                                    std::move(support_code),   std::move(definitions),
                                    std::move(members),        std::move(step_functions),
                                    std::move(init_steps),     std::move(run_steps),
                                    std::move(init_code),      std::move(init_code_apply),
-                                   std::move(units),          std::move(exports),
+                                   std::move(units),          std::move(unit_names),
+                                   std::move(exports),
                                    n_inputs,                  n_outputs,
                                    n_orphans,                 std::move(source_name)};
              }),
@@ -241,6 +242,7 @@ void bind_module_spec(py::module_& m) {
              py::arg("run_steps") = std::vector<Step>{}, py::arg("init_code") = Fragments{},
              py::arg("init_code_apply") = Fragments{},
              py::arg("units") = std::vector<UnitSpec>{},
+             py::arg("unit_names") = Definitions{},
              py::arg("exports") = std::vector<GraphExport>{}, py::arg("n_inputs") = 0,
              py::arg("n_outputs") = 0, py::arg("n_orphans") = 0,
              py::arg("source_name") = ModuleSpec{}.source_name)
@@ -256,6 +258,7 @@ void bind_module_spec(py::module_& m) {
         .def_readwrite("init_code", &ModuleSpec::init_code)
         .def_readwrite("init_code_apply", &ModuleSpec::init_code_apply)
         .def_readwrite("units", &ModuleSpec::units)
+        .def_readwrite("unit_names", &ModuleSpec::unit_names)
         .def_readwrite("exports", &ModuleSpec::exports)
         .def_readwrite("n_inputs", &ModuleSpec::n_inputs)
         .def_readwrite("n_outputs", &ModuleSpec::n_outputs)
@@ -289,12 +292,14 @@ void bind_assembled(py::module_& m) {
 
     py::class_<AssembledModule>(m, "AssembledModule",
                                 "A laid-out module: its `text`, `content_key` (SHA-256 of the\n"
-                                "text), `line_map` (LineRange, sorted) and `units`.")
+                                "text), `line_map` (LineRange, sorted), `units`, and with units its\n"
+                                "`body` (see module_source.hpp).")
         .def_property_readonly("text",
                                [](const AssembledModule& module) { return text(module.text); })
         .def_readonly("content_key", &AssembledModule::content_key)
         .def_readonly("line_map", &AssembledModule::line_map)
         .def_readonly("units", &AssembledModule::units)
+        .def_readonly("body", &AssembledModule::body)
         .def(
             "origin_of_line",
             [](const AssembledModule& module, int line) {

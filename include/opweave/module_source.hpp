@@ -148,6 +148,11 @@ struct ModuleSpec {
     std::vector<CodeFragment> init_code;         // module init, exact duplicates dropped
     std::vector<CodeFragment> init_code_apply;   // module init, after init_code, kept as is
     std::vector<UnitSpec> units;                 // none: one translation unit
+    // With units, the definitions that name what the units define (their
+    // structs' declarations, a table of their functions), in namespace
+    // opweave_code: the only code of the module's own source (see
+    // AssembledModule::body).
+    std::vector<std::vector<CodeFragment>> unit_names;
     // Graphs exported besides the module's own; the module's attribute
     // `nodes` maps each export's key to a capsule of its graph ABI table.
     std::vector<GraphExport> exports;
@@ -172,11 +177,20 @@ struct AssembledUnit {
     std::vector<LineRange> line_map;  // as AssembledModule's, lines of `text`
 };
 
+// A module with units is laid out in two texts besides its units' own:
+// its `body` (all of the above but the unit names, calling
+// opweave_units_init() before its own init code), compiled and cached as a
+// unit is, and its own `text`, which holds only ModuleSpec::unit_names and
+// opweave_units_init(), which runs the units' init functions. So the body's
+// text does not change when only the code its units hold does: an edit of
+// a few ops finds it cached, and compiles the units that changed and a
+// source of a few lines.
 struct AssembledModule {
     std::string text;
     std::string content_key;        // SHA-256 of `text`, 64 hex characters
     std::vector<LineRange> line_map;  // sorted by `first`, not overlapping
     std::vector<AssembledUnit> units;  // one per ModuleSpec::units, in order
+    AssembledUnit body;                // with units (init_function empty), else empty
 };
 
 // The name of the module's init function is PyInit_<k_graph_module_name>.

@@ -232,15 +232,45 @@ OPWEAVE_TEST(units_are_laid_out_on_their_own_and_initialised_by_the_module) {
     CHECK_EQ(count(laid.text, "init_numpy();"), 1u);
     CHECK(laid.text.find("opweave_graph") == std::string::npos);
     CHECK_EQ(laid.init_function.size(), std::string("opweave_unit_init_").size() + 16);
-    // The module shares the namespace, and runs the units' init first.
-    CHECK(module.text.find("namespace opweave_code {") != std::string::npos);
-    CHECK(module.text.find("using opweave_code::opweave_graph;") != std::string::npos);
-    CHECK(module.text.find("PyObject* " + laid.init_function + "(void);\n") != std::string::npos);
-    CHECK(module.text.find("PyObject* done = " + laid.init_function) <
-          module.text.find("init_numpy();"));
-    // Without units, the module is laid out as before.
+    // The body shares the namespace, and runs the units' init first,
+    // through the table of the module's own source, which names them.
+    const std::string& body = module.body.text;
+    CHECK(body.find("namespace opweave_code {") != std::string::npos);
+    CHECK(body.find("using opweave_code::opweave_graph;") != std::string::npos);
+    CHECK(body.find(laid.init_function) == std::string::npos);
+    CHECK(body.find("PyObject* done = opweave_unit_inits[i]();") < body.find("init_numpy();"));
+    CHECK(body.find("PyInit_opweave_graph") != std::string::npos);
+    CHECK(module.body.init_function.empty());
+    CHECK(module.text.find("#include") == std::string::npos);  // it compiles in milliseconds
+    CHECK(module.text.find("_object* " + laid.init_function + "(void);\n") != std::string::npos);
+    CHECK(module.text.find("    &" + laid.init_function + ",\n    &" + laid.init_function +
+                           ",\n    0,\n};") != std::string::npos);
+    CHECK(module.text.find("opweave_graph") == std::string::npos);
+    // Without units, the module is laid out as before, and has no body.
     spec.units.clear();
-    CHECK(opweave::assemble_module(spec).text.find("namespace {\n") != std::string::npos);
+    const opweave::AssembledModule one = opweave::assemble_module(spec);
+    CHECK(one.text.find("namespace {\n") != std::string::npos);
+    CHECK(one.body.text.empty());
+}
+
+OPWEAVE_TEST(unit_names_go_to_the_module_s_own_source_and_not_to_the_body) {
+    ModuleSpec spec = two_block_spec();
+    spec.unit_names = {{{"struct op_x { static int run(); };\n", 1}}};
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);  // without units
+    opweave::UnitSpec unit;
+    unit.definitions = {{{"int op_x::run() { return 0; }\n", 1}}};
+    spec.units = {unit};
+    const opweave::AssembledModule module = opweave::assemble_module(spec);
+    CHECK(at(module.text, "namespace opweave_code {") < at(module.text, "struct op_x {"));
+    CHECK(module.body.text.find("op_x") == std::string::npos);
+    // Other names, the same body: an edit of what units hold keeps it.
+    spec.unit_names = {{{"struct op_y { static int run(); };\n", 1}}};
+    spec.units[0].definitions = {{{"int op_y::run() { return 1; }\n", 1}}};
+    const opweave::AssembledModule edited = opweave::assemble_module(spec);
+    CHECK_EQ(edited.body.text, module.body.text);
+    CHECK(edited.text != module.text);
+    spec.unit_names = {{{"x", 99}}};  // an origin out of range
+    CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
 }
 
 OPWEAVE_TEST(a_unit_given_as_text_is_laid_out_as_it_is) {
@@ -257,7 +287,7 @@ OPWEAVE_TEST(a_unit_given_as_text_is_laid_out_as_it_is) {
     CHECK_EQ(module.units[0].text, before.text);
     CHECK_EQ(module.units[0].init_function, before.init_function);
     CHECK(module.units[0].line_map.empty());
-    CHECK(module.text.find("PyObject* done = " + before.init_function) != std::string::npos);
+    CHECK(module.text.find("&" + before.init_function + ",") != std::string::npos);
     // A text with parts, an init function that is not an identifier, or an
     // init function without a text, is not a unit.
     spec.units[0].init_code = {{"x();\n", 1}};
@@ -294,7 +324,7 @@ OPWEAVE_TEST(exports_come_after_the_graph_and_fill_the_nodes_dict) {
     CHECK_EQ(opweave::origin_of_line(module, line), 1u);
     // With units, the table is named in the shared namespace.
     spec.units = {opweave::UnitSpec{}};
-    CHECK(opweave::assemble_module(spec).text.find("&opweave_code::opweave_node_one") !=
+    CHECK(opweave::assemble_module(spec).body.text.find("&opweave_code::opweave_node_one") !=
           std::string::npos);
 }
 

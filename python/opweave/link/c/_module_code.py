@@ -122,14 +122,21 @@ def _in_units(
     kept = {id(cells.types[cell][0]) for cell in cells.definitions}
     kept.update(id(op) for c in own for op in c.ops)
     split = _translation_unit([code[id(obj)] for obj in objects if id(obj) in kept], own)
-    table, calls = nodes_code.table_steps(in_units)
+    table, table_definition, calls = nodes_code.table_steps(in_units)
+    # What names the units' structs goes to the module's own source, so that
+    # its body does not change with them (see AssembledModule in
+    # include/opweave/module_source.hpp): the cells' and structs'
+    # declarations, then the table (last: _node_keys.with_exports).
+    used = dict.fromkeys(cell for c in structs if c.struct.name in in_units for cell in c.cells)
     split.update(
         definitions=[
             *cells.definitions.values(),
-            *(
-                c.declaration if c.struct.name in in_units else [*c.declaration, *c.body]
-                for c in structs
-            ),
+            *([*c.declaration, *c.body] for c in structs if c.struct.name not in in_units),
+        ],
+        unit_names=[
+            [(f"struct {cell};\n", -1) for cell in used],
+            *(c.declaration for c in structs if c.struct.name in in_units),
+            [(table_definition, -1)],
         ],
         members=spec["members"],
         step_functions=[

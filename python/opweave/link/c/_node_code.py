@@ -197,13 +197,13 @@ class NodeStructs:
 
     def table_steps(
         self, names: set[str]
-    ) -> tuple[list[list[Fragment]], dict[str, tuple[str, int]]]:
+    ) -> tuple[list[list[Fragment]], str, dict[str, tuple[str, int]]]:
         """Step functions for the stateless structs in ``names`` (those whose
         run() is in a unit): one per run() signature, calling run() through
         the table ``opweave_node_fns``, so that the module's own code does
-        not grow with them. Returns the table and the functions, and per
-        struct its step function and index in the table (the step's last
-        argument)."""
+        not grow with them, nor names them. Returns the functions (after the
+        table's declaration), the table's definition, and per struct its
+        step function and index in the table (the step's last argument)."""
         table: list[str] = []
         shared: dict[str, str] = {}  # signature -> step function
         functions: list[list[Fragment]] = []
@@ -224,11 +224,16 @@ class NodeStructs:
                 functions.append([(step_function(name, body), -1)])
             calls[code.struct.name] = (name, len(table))
             table.append(f"reinterpret_cast<opweave_any_fn>(&{code.struct.name}::run)")
-        head = (
-            "typedef int (*opweave_any_fn)(void);\n"
-            "static const opweave_any_fn opweave_node_fns[] = {\n" + ",\n".join(table) + "\n};\n"
+        # void (*)(void): the one function type compilers let any other be
+        # cast to and from without a warning (-Wcast-function-type).
+        any_fn = "typedef void (*opweave_any_fn)(void);\n"
+        head = any_fn + "extern const opweave_any_fn opweave_node_fns[];\n"
+        definition = (
+            f"{any_fn}extern const opweave_any_fn opweave_node_fns[] = {{\n"
+            + ",\n".join(table)
+            + "\n};\n"
         )
-        return [[(head, -1)], *functions], calls
+        return [[(head, -1)], *functions], definition, calls
 
     def members(self) -> list[Fragment]:
         """The graph struct's arrays of per-node state."""

@@ -241,6 +241,8 @@ def with_exports(
     unique = [c for c in dict((c.key, c) for c in codes).values() if context.holds_alone(c.export)]
     if not unique:
         return out
+    if out.units:  # exports may name the units' structs: the body declares them
+        out.definitions = [*out.definitions, *out.unit_names[:-1]]
     read = {cell for code in unique for cell in code.export["read"]}
     made = {cell for code in unique for cell in code.export["made"]}
     runs = dict(code.export["shared_run"] for code in unique if code.export["shared_run"])

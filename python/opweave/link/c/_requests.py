@@ -55,19 +55,24 @@ def module_request(
     prelude: _core.PreludeRequest | None = None,
     units: Sequence[str] = (),
     unit_exports: Sequence[Sequence[str]] | None = None,
+    body: str = "",
 ) -> _core.ModuleRequest:
     """The description of one module for :func:`load_module`: its source,
     compile job (default :func:`extension_job`), key material beyond the job
     (default the Python ABI), a label for listings and logs, the prelude it
     may be compiled with, and the sources of more translation units, each
     compiled (and cached) on its own and linked with it, and the keys each
-    of them exports (``TranslationUnit.exports``)."""
+    of them exports (``TranslationUnit.exports``); ``body``, when not
+    empty, is one more, after them (``AssembledModule.body``)."""
     request = _core.ModuleRequest()
     request.source = source
     exports = unit_exports if unit_exports is not None else [[] for _ in units]
     request.units = [
-        _core.TranslationUnit(text, f"{label} (unit {k + 1}/{len(units)})", list(exported))
-        for k, (text, exported) in enumerate(zip(units, exports, strict=True))
+        *(
+            _core.TranslationUnit(text, f"{label} (unit {k + 1}/{len(units)})", list(exported))
+            for k, (text, exported) in enumerate(zip(units, exports, strict=True))
+        ),
+        *([_core.TranslationUnit(body, f"{label} (body)", [])] if body else []),
     ]
     request.job = job if job is not None else extension_job()
     request.extra = extra if extra is not None else python_abi_key()

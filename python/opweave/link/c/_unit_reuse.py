@@ -169,7 +169,7 @@ def reused_units(
     ``request``) with each unit that is not in ``cache`` replaced (see the
     top), and what each of its units exports; None when no cached unit holds
     a struct of theirs."""
-    unit_keys = _core.unit_keys(compiler, request)
+    unit_keys = _core.unit_keys(compiler, request)[: len(plan.groups)]  # not the body's
     missing = [i for i, key in enumerate(unit_keys) if cache.lookup(key) is None]
     kept = [i for i in range(len(plan.groups)) if i not in set(missing)]
     # content digest -> the unit holding it: a kept unit (-1) or one taken here

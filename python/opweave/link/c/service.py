@@ -309,6 +309,7 @@ class GraphBuild:
             prelude=cmodule.prelude_request(spec.headers, job),
             units=[unit.text for unit in assembled.units],
             unit_exports=unit_exports,
+            body=assembled.body.text,
         )
         request.exports = [graph.key for graph in spec.exports]
         if own and not assembled.units:

@@ -85,7 +85,9 @@ def test_edits_again_and_again_stay_right(tmp_path: Path, mode: str) -> None:
     for step in range(3):  # each edit reuses units that hold older edits' structs
         ks = [k + 1.0 if position == 10 * step + 5 else k for position, k in enumerate(ks)]
         f = function([x], chain(kinds, ks, x), mode=mode)
-        assert sum(m["units_compiled"] for m in f.compile_profile["modules"]) <= 1
+        # One new unit; in c|py the body too: its exports name the structs.
+        most = 1 if mode == "c" else 2
+        assert sum(m["units_compiled"] for m in f.compile_profile["modules"]) <= most
         check(f, kinds, ks, mode, tmp_path / str(step))
     back = function([x], chain(kinds, constants(seed=2), x), mode=mode)  # the first graph
     assert sum(m["units_compiled"] for m in back.compile_profile["modules"]) == 0
