@@ -5,6 +5,7 @@
 
 #include "bindings/bindings.hpp"
 #include "bindings/monitor.hpp"
+#include "build/compile_slots.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/precompiled_header.hpp"
@@ -240,6 +241,9 @@ void init_compiler(py::module_& m) {
         "The key build_module looks up for `request` (its units' keys included).");
     m.def("unit_keys", &unit_keys, py::arg("compiler"), py::arg("request"),
           "The keys build_module files the units of `request` under, in order.");
+    m.def("compile_jobs", &cache::compile_jobs, py::arg("requested"),
+          "The compiles a build runs at once for compile_jobs=`requested`: itself, or\n"
+          "when 0, the CPUs this process may use (its affinity and cgroup limit).");
     m.def(
         "build_module",
         [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request,
@@ -253,8 +257,9 @@ void init_compiler(py::module_& m) {
         py::arg("cache"), py::arg("compiler"), py::arg("request"),
         py::arg("on_prelude_missing") = py::none(), py::arg("remote") = nullptr,
         "The verified BuiltModule for `request`, compiled into the cache on a miss.\n"
-        "Calls on_prelude_missing(request) (if given) just before a compile that\n"
-        "could use request.prelude, which is not built yet. With a `remote`\n"
+        "Calls on_prelude_missing(request) (if given) when a compile could use\n"
+        "request.prelude, which is not built yet: before it, or with units that\n"
+        "take every compile job, once they are compiled. With a `remote`\n"
         "RemoteStorage, a miss first asks it for the entry (one that verifies is\n"
         "a hit, with a 'fetched' event), and a module built here is put there.\n"
         "Raises CompileError on a failed compile, LockTimeout, CacheError, and\n"

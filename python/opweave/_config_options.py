@@ -117,7 +117,9 @@ OPTIONS = (
         24,
         "A graph with at least this many distinct node codes is compiled as several "
         "units, each cached on its own and compiled in parallel, then linked: an edit "
-        "recompiles only the units it touches. 0: always one unit.",
+        "recompiles only the units it touches. With compile__jobs of 2 or more, so is a "
+        "graph whose node code weighs 16 KB or more, whatever its count (its module's "
+        "body and its node code then compile side by side). 0: always one unit.",
     ),
     ConfigOption(
         "cache__max_size",

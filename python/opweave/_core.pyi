@@ -16,7 +16,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'unit_keys', 'values_digest', 'values_of', 'zstd_compress', 'zstd_decompress']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'compile_jobs', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'unit_keys', 'values_digest', 'values_of', 'zstd_compress', 'zstd_decompress']
 class CodeOrigin(typing.NamedTuple):
     """
     Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
@@ -55,13 +55,17 @@ class LineRange(typing.NamedTuple):
 class AssembledModule:
     """
     A laid-out module: its `text`, `content_key` (SHA-256 of the
-    text), `line_map` (LineRange, sorted) and `units`.
+    text), `line_map` (LineRange, sorted), `units`, and with units its
+    `body` (see module_source.hpp).
     """
     def origin_of_line(self, line: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int] | None:
         """
         (origin index, line of that origin's code, 1-based) of generated line `line`,
         or None for a line opweave wrote.
         """
+    @property
+    def body(self) -> AssembledUnit:
+        ...
     @property
     def content_key(self) -> str:
         ...
@@ -115,7 +119,7 @@ class ModuleSpec:
     change it, or copy() the spec.
     """
     source_name: str
-    def __init__(self, *, origins: collections.abc.Sequence[CodeOrigin | tuple[str, str, int]] = [], headers: collections.abc.Sequence[str] = [], support_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], members: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], step_functions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], init_steps: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]] = [], run_steps: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]] = [], init_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], init_code_apply: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], units: collections.abc.Sequence[UnitSpec] = [], exports: collections.abc.Sequence[GraphExport] = [], n_inputs: typing.SupportsInt | typing.SupportsIndex = 0, n_outputs: typing.SupportsInt | typing.SupportsIndex = 0, n_orphans: typing.SupportsInt | typing.SupportsIndex = 0, source_name: str = 'module.cpp') -> None:
+    def __init__(self, *, origins: collections.abc.Sequence[CodeOrigin | tuple[str, str, int]] = [], headers: collections.abc.Sequence[str] = [], support_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], definitions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], members: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], step_functions: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], init_steps: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]] = [], run_steps: collections.abc.Sequence[Step | tuple[int, str, str, list[int]]] = [], init_code: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], init_code_apply: collections.abc.Sequence[CodeFragment | tuple[str, int]] = [], units: collections.abc.Sequence[UnitSpec] = [], unit_names: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]] = [], exports: collections.abc.Sequence[GraphExport] = [], n_inputs: typing.SupportsInt | typing.SupportsIndex = 0, n_outputs: typing.SupportsInt | typing.SupportsIndex = 0, n_orphans: typing.SupportsInt | typing.SupportsIndex = 0, source_name: str = 'module.cpp') -> None:
         ...
     def copy(self) -> ModuleSpec:
         """
@@ -210,6 +214,12 @@ class ModuleSpec:
         ...
     @units.setter
     def units(self, arg0: collections.abc.Sequence[UnitSpec]) -> None:
+        ...
+    @property
+    def unit_names(self) -> list[list[CodeFragment]]:
+        ...
+    @unit_names.setter
+    def unit_names(self, arg0: collections.abc.Sequence[collections.abc.Sequence[CodeFragment | tuple[str, int]]]) -> None:
         ...
 class UnitSpec:
     """
@@ -1292,8 +1302,9 @@ def assemble_module(spec: ModuleSpec) -> AssembledModule:
 def build_module(cache: ModuleCache, compiler: Compiler, request: ModuleRequest, on_prelude_missing: typing.Any = None, remote: RemoteStorage | None = None) -> BuiltModule:
     """
     The verified BuiltModule for `request`, compiled into the cache on a miss.
-    Calls on_prelude_missing(request) (if given) just before a compile that
-    could use request.prelude, which is not built yet. With a `remote`
+    Calls on_prelude_missing(request) (if given) when a compile could use
+    request.prelude, which is not built yet: before it, or with units that
+    take every compile job, once they are compiled. With a `remote`
     RemoteStorage, a miss first asks it for the entry (one that verifies is
     a hit, with a 'fetched' event), and a module built here is put there.
     Raises CompileError on a failed compile, LockTimeout, CacheError, and
@@ -1362,6 +1373,11 @@ def record_files(paths: collections.abc.Sequence[str], since_ns: typing.Supports
 def request_key(compiler: Compiler, request: ModuleRequest) -> str:
     """
     The key build_module looks up for `request` (its units' keys included).
+    """
+def compile_jobs(requested: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    The compiles a build runs at once for compile_jobs=`requested`: itself, or
+    when 0, the CPUs this process may use (its affinity and cgroup limit).
     """
 def unit_keys(compiler: Compiler, request: ModuleRequest) -> list[str]:
     """

@@ -38,6 +38,10 @@ _MAX = 20
 # A graph with fewer distinct node codes than the threshold is still cut
 # when its code weighs more than the threshold times this.
 _WEIGHT_PER_CODE = 4_000
+# With two compile jobs or more, a graph whose stateless structs weigh this
+# much has units even if they make one (PyTensor's "hier" log-density and
+# its gradient weigh 31 KB; the seed tutorial's structs 1.4 KB each).
+_SPLIT_WEIGHT = 16_000
 
 
 class ObjectCode(NamedTuple):
@@ -55,10 +59,14 @@ def weight(code: StructCode) -> int:
 
 
 def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
-    """The groups of ``codes`` that go to units; none when the graph has
-    fewer distinct node codes than ``config.cmodule__unit_threshold`` and
-    weighs less than that many times ``_WEIGHT_PER_CODE``, or when its code
-    would fill only one unit.
+    """The groups of ``codes`` that go to units. None when
+    ``config.cmodule__unit_threshold`` is 0; else none for a graph with
+    fewer distinct node codes than the threshold that weighs less than that
+    many times ``_WEIGHT_PER_CODE``, or whose code would fill only one unit,
+    unless compiles run two at a time or more and its code weighs
+    ``_SPLIT_WEIGHT``: then the module's body and one unit compile side by
+    side, and an edit compiles the unit of what it changed (see
+    AssembledModule in include/opweave/module_source.hpp).
 
     A unit ends after a struct chosen by its own content: its hash, and a
     chance that grows with its weight (content-defined chunking, as backup
@@ -71,17 +79,22 @@ def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
     their instances, so the module must see their whole definition, and
     their init code must see the statics their code sees."""
     threshold = config.cmodule__unit_threshold
-    weights = [weight(code) for code in codes]
-    if threshold == 0 or (len(codes) < threshold and sum(weights) < threshold * _WEIGHT_PER_CODE):
+    if threshold == 0:
         return []
+    weights = [weight(code) for code in codes]
     kept = [(code, w) for code, w in zip(codes, weights, strict=True) if not code.struct.stateful]
+    split = (
+        sum(w for _, w in kept) >= _SPLIT_WEIGHT and _core.compile_jobs(config.compile__jobs) >= 2
+    )
+    if not split and len(codes) < threshold and sum(weights) < threshold * _WEIGHT_PER_CODE:
+        return []
 
     def ends(code: StructCode, code_weight: int, group_weight: int) -> bool:
         draw = int(code.struct.name.rsplit("_", 1)[-1], 16) % _AVERAGE_WEIGHT
         return draw < code_weight and group_weight >= _MIN_WEIGHT
 
     groups = _cut(kept, ends)
-    return groups if len(groups) >= 2 else []
+    return groups if len(groups) >= 2 or (groups and split) else []
 
 
 def group_by_weight(codes: Sequence[StructCode]) -> list[list[StructCode]]:

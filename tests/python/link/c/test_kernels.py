@@ -83,7 +83,7 @@ def test_registered_c_code_runs_in_every_mode_and_the_op_keeps_its_class(
     np.testing.assert_array_equal(function([x], PyPlusOne()(x), mode="py")([1.0]), [2.0])
 
 
-@pytest.mark.parametrize("threshold", [24, 100000])
+@pytest.mark.parametrize("threshold", [24, 0])
 def test_a_kernel_among_hook_ops_gives_the_same_values_cut_in_units_or_not(
     registered: None, threshold: int
 ) -> None:

@@ -110,6 +110,48 @@ def test_few_heavy_codes_are_cut_into_units_and_few_light_ones_are_not() -> None
         assert (f.compile_profile["modules"][0]["units_compiled"] >= 2) == cut
 
 
+def heavy_chain(ks: list[float]):
+    x, y = dvector("x"), dvector("y")
+    out = x
+    for k in ks:
+        out = HeavyAddScaled(k, 6)(out, y)
+    return [x, y], out
+
+
+def test_a_heavy_graph_of_one_unit_compiles_its_body_beside_it(tmp_path: Path) -> None:
+    # 3 distinct codes of 6 KB each: far below the threshold, and one unit.
+    ks = [0.5, 1.5, 2.5]
+    args = [values(5), values(5, seed=2)]
+
+    def want(ks: list[float]) -> np.ndarray:
+        out = args[0]
+        for k in ks:
+            out = out * k + args[1]
+        return out
+
+    with opweave.config.change_flags(compile__jobs=1):
+        inputs, out = heavy_chain(ks)
+        assert len(unit_spec_of(inputs, [out]).units) == 0  # nothing runs beside it
+    cxx, log = counting_compiler(tmp_path)
+    with opweave.config.change_flags(compile__jobs=2, cxx=cxx):
+        inputs, out = heavy_chain(ks)
+        spec = unit_spec_of(inputs, [out])
+        assert len(spec.units) == 1 and spec.definitions  # the body keeps the cells
+        f = function(*heavy_chain(ks))
+        np.testing.assert_allclose(f(*args), want(ks), rtol=1e-12)
+        assert f.compile_profile["modules"][0]["units_compiled"] == 2  # the unit, the body
+        runs(log)
+        edited = [ks[0], ks[1] + 0.25, ks[2]]
+        g = function(*heavy_chain(edited))
+        np.testing.assert_allclose(g(*args), want(edited), rtol=1e-12)
+        module = g.compile_profile["modules"][0]
+        # The edited struct's unit and the module's own source (the names)
+        # are compiled; the body and the unit of the others are reused.
+        assert module["units_compiled"] == 1 and module["units_reused"] == 2
+        assert runs(log) == (2, 1)
+    np.testing.assert_allclose(f(*args), want(ks), rtol=1e-12)
+
+
 def test_units_hold_the_node_code_and_the_module_only_declares_it() -> None:
     inputs, outputs = mixed_graph(40)
     with opweave.config.change_flags(cmodule__unit_threshold=8):
@@ -117,14 +159,18 @@ def test_units_hold_the_node_code_and_the_module_only_declares_it() -> None:
         graph = linker.graph_spec()
     assembled = _core.assemble_module(graph.spec)
     run = re.compile(r"^int (op_[0-9a-f]+)::run\(", re.M)
+    struct = re.compile(r"^struct (op_[0-9a-f]+) \{", re.M)
     bodies = [run.findall(u.text) for u in assembled.units]
     defined = [name for names in bodies for name in names]
-    declared = re.findall(r"^struct (op_[0-9a-f]+) \{", assembled.text, re.M)
-    # Counter keeps per-node state: its struct (one code) stays in the module.
-    in_module = run.findall(assembled.text)
-    assert len(in_module) == 1
-    assert len(defined) == len(set(defined)) == len(declared) - 1  # each body in one unit
-    assert set(defined) | set(in_module) == set(declared)
+    declared = struct.findall(assembled.text)
+    # Counter keeps per-node state: its struct (one code) stays in the body.
+    in_body = run.findall(assembled.body.text)
+    assert len(in_body) == 1 and struct.findall(assembled.body.text) == in_body
+    assert run.findall(assembled.text) == []  # the module's own source only names
+    assert len(defined) == len(set(defined)) == len(declared)  # each body in one unit
+    assert set(defined) == set(declared)
+    # The body names no struct a unit holds: an edit of their code keeps it.
+    assert not any(name in assembled.body.text for name in defined)
     # A unit holds no graph: its text does not depend on the rest of the graph.
     assert all("opweave_graph" not in u.text for u in assembled.units)
     # Its ExternalCOp code keeps the #line of its file.

@@ -70,7 +70,7 @@ def constants(n: int, seed: int) -> list[float]:
     return list(np.random.default_rng(seed).uniform(0.5, 1.5, n))
 
 
-@pytest.mark.parametrize("threshold", [24, 100000])
+@pytest.mark.parametrize("threshold", [24, 0])
 @pytest.mark.parametrize("debug", [False, True])
 def test_a_name_from_a_header_and_from_support_code_is_an_error_naming_both(
     threshold: int, debug: bool

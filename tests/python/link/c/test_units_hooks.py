@@ -54,7 +54,7 @@ def test_every_hook_runs_in_the_unit_that_holds_its_node(n: int) -> None:
 
 def test_the_same_graph_as_one_unit_agrees() -> None:
     ks = constants(40, seed=1)
-    with opweave.config.change_flags(cmodule__unit_threshold=100000):
+    with opweave.config.change_flags(cmodule__unit_threshold=0):
         whole = build(ks)
     assert module_profiles(whole)[0]["units_compiled"] == 0
     np.testing.assert_allclose(whole(X), build(ks)(X), rtol=1e-12)
@@ -119,7 +119,7 @@ class UsesNothing(_Affine):
         return copy_and_update(inp[0], out[0], sub["fail"], "*value = opw_nowhere(*value);")
 
 
-@pytest.mark.parametrize("threshold", [24, 100000])
+@pytest.mark.parametrize("threshold", [24, 0])
 def test_one_name_defined_by_two_pieces_of_code_is_an_error_naming_both(threshold: int) -> None:
     x = dvector("x")
     graph = ClashTwo(3.0)(hook_chain(ClashOne(1.0)(x), constants(40, seed=4)))
@@ -131,7 +131,7 @@ def test_one_name_defined_by_two_pieces_of_code_is_an_error_naming_both(threshol
     assert "ClashTwo c_support_code" in summary
 
 
-@pytest.mark.parametrize("threshold", [24, 100000])
+@pytest.mark.parametrize("threshold", [24, 0])
 def test_a_name_that_nothing_defines_is_reported_at_build(threshold: int) -> None:
     x = dvector("x")
     graph = UsesNothing(3.0)(hook_chain(x, constants(40, seed=5)))
