@@ -396,7 +396,14 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     const std::string& key = keyed.key;
     const std::filesystem::path entry_dir = m_cache.entry_dir(key);
     // Staged once in the module's staging directory, for every compile.
-    const std::optional<cache::StagedPrelude> usable = verified_prelude(staging, monitor, events);
+    // A prelude not built yet is reported (its build starts) now when the
+    // units leave a core free, else once the compiles are done: the build
+    // of a prelude would slow each of them.
+    const int jobs = cache::compile_jobs(m_cache.options().compile_jobs);
+    const bool report_now = m_request.units.size() < static_cast<std::size_t>(jobs);
+    const std::optional<cache::StagedPrelude> usable =
+        verified_prelude(staging, report_now ? monitor : nullptr, events);
+    const std::optional<cache::StagedPrelude> no_prelude;
     StagedCompile main;
     // Each unit's object is copied into the staging directory as soon as
     // it is found or built, so that an eviction meanwhile cannot lose it.
@@ -404,9 +411,12 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     std::vector<std::optional<BuiltUnit>> staged(m_request.units.size());
     std::vector<util::Task> tasks;
     tasks.emplace_back([&](BuildMonitor* task_monitor) {
+        // A source that includes nothing (the unit names of a module
+        // assembled by opweave) compiles faster without the prelude.
+        const bool includes = m_request.source.find("#include") != std::string::npos;
         main = compile(key, m_request.source, staging, entry_dir,
-                       {k_source_name, k_staged_object, k_depfile_name}, Product::object, usable,
-                       task_monitor);
+                       {k_source_name, k_staged_object, k_depfile_name}, Product::object,
+                       includes ? usable : no_prelude, task_monitor);
     });
     std::set<std::string> seen;
     for (std::size_t i = 0; i < m_request.units.size(); ++i) {
@@ -418,7 +428,10 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
             });
         }
     }
-    util::run_parallel(tasks, cache::compile_jobs(m_cache.options().compile_jobs), monitor);
+    util::run_parallel(tasks, jobs, monitor);
+    if (!usable && !report_now) {
+        prelude(monitor, events);
+    }
 
     std::vector<std::filesystem::path> objects = {staging / k_staged_object};
     // Per object: its source and what it is (for link_merge.hpp).

@@ -18,6 +18,7 @@
 
 #include "build/build_support.hpp"
 #include "build/compile_slots.hpp"
+#include "build/prelude_copies.hpp"
 #include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"
@@ -55,8 +56,12 @@ std::string included_names(std::string_view text) {
     return cache::join_words(names);
 }
 
-// Replaces the precompiled header `gch` with its Zstandard frame at `zst`
-// (see precompiled_header.hpp); leaves it as it is without libzstd.
+// Replaces the precompiled header `gch` (in a staging directory of the
+// cache's tmp/) with its Zstandard frame at `zst` (see
+// precompiled_header.hpp); leaves it as it is without libzstd. The process
+// keeps the header as its decompressed copy of that frame
+// (prelude_copies.hpp): its next compile with the prelude, often the next
+// edit of the graph that wanted it, does not decompress it.
 void compress_in_place(const std::filesystem::path& gch, const std::filesystem::path& zst) {
     const std::optional<std::string> bytes = util::read_file(gch);
     if (!bytes) {
@@ -67,6 +72,8 @@ void compress_in_place(const std::filesystem::path& gch, const std::filesystem::
         return;
     }
     util::write_file_atomic(zst, *frame);
+    cache::PreludeCopies::get().keep(gch.parent_path().parent_path(), to_hex(Sha256::of(*frame)),
+                                     *bytes);
     std::filesystem::remove(gch);
 }
 
