@@ -5,6 +5,7 @@ and what each unit holds."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,20 +81,40 @@ def module_code(
             text for op in struct.ops for text, _ in code[id(op)].init
         )
 
+    # The digest of each op's or type's code and of each cell's definition,
+    # hashed once however many structs use it.
+    digests: dict[Any, str] = {}
+
+    def digest(key: Any, texts: Callable[[], list[str]]) -> str:
+        found = digests.get(key)
+        if found is None:
+            found = digests[key] = hashlib.sha256("\0\0".join(texts()).encode()).hexdigest()
+        return found
+
+    def object_digest(obj: Any) -> str:
+        part = code[id(obj)]
+        return digest(
+            id(obj),
+            lambda: [
+                *part.headers,
+                "\0support",
+                *(text for text, _ in part.support),
+                "\0init",
+                *(text for text, _ in part.init),
+            ],
+        )
+
     def alone(struct: StructCode) -> list[str]:
-        """The texts a unit of ``struct`` alone holds, in order (what its
-        struct key covers: see _unit_reuse.py)."""
-        parts = [code[id(o)] for o in [*(cells.types[c][0] for c in struct.cells), *struct.ops]]
+        """What a unit of ``struct`` alone holds, in order (what its struct
+        key covers: see _unit_reuse.py): the digests of its cells' types'
+        and ops' code and of its cells' definitions, and its own texts."""
         return [
-            *(h for part in parts for h in part.headers),
-            "\0support",
-            *(text for part in parts for text, _ in part.support),
-            struct.support_apply[0],
+            *(object_digest(o) for o in [*(cells.types[c][0] for c in struct.cells), *struct.ops]),
             "\0definitions",
-            *(text for c in struct.cells for text, _ in cells.definitions[c]),
+            *(digest(c, lambda c=c: [t for t, _ in cells.definitions[c]]) for c in struct.cells),
+            struct.support_apply[0],
             *(text for text, _ in [*struct.declaration, *struct.body]),
             "\0init",
-            *(text for part in parts for text, _ in part.init),
             struct.init_apply[0],
         ]
 

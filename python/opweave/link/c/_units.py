@@ -6,9 +6,12 @@ groups by their content and weight (:func:`plan_units`).
 
 Each unit holds what its structs need and nothing else: the headers,
 support code and init code of their ops and of their cells' types, the
-cell structs they take, and each struct with its run() defined. The module
-itself declares the structs (their run() is in the units), so that a unit's
-text does not depend on the rest of the graph.
+cell structs they take, and each struct with its run() defined, so that a
+unit's text does not depend on the rest of the graph. The module's own
+source only declares the structs (and tables of their run() and of the
+units' init functions); its body, a unit of its own, calls them through
+those tables, so that its text does not depend on the units' code either
+(``AssembledModule`` in include/opweave/module_source.hpp).
 """
 
 from __future__ import annotations
