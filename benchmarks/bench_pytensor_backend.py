@@ -198,7 +198,11 @@ def environment(tmp: str, pytensor_dir: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     # Imports read compiled bytecode, as after a pip install.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    flags = [f"compiledir={pytensor_dir or tmp}/pytensor"]
+    # PyTensor's Numba back end caches compiled functions under
+    # base_compiledir (its default is the user's ~/.pytensor, shared by every
+    # run), not under compiledir: both are set, so Numba's cold is cold.
+    base = f"{pytensor_dir or tmp}/pytensor"
+    flags = [f"base_compiledir={base}", f"compiledir={base}/compiledir"]
     if ctypes.util.find_library("openblas"):
         flags.append("blas__ldflags=-lopenblas")
     env["PYTENSOR_FLAGS"] = ",".join(flags)

@@ -71,6 +71,17 @@ def module_code(
     if not groups:
         return spec, None, None
 
+    plan = _unit_plan(groups, cells, code)
+    split = _in_units(groups, run_steps, cells, nodes_code, spec, objects, code, plan.spec_of)
+    return split, spec, plan
+
+
+def _unit_plan(
+    groups: list[list[StructCode]], cells: Cells, code: dict[int, ObjectCode]
+) -> UnitPlan:
+    """The plan of the units of ``groups`` (:class:`._unit_reuse.UnitPlan`),
+    whose ops' and types' code is ``code`` (by id)."""
+
     def spec_of(group: Sequence[StructCode]) -> _core.UnitSpec:
         return unit_spec(
             group, cells.definitions, lambda c: cells.types[c][0], lambda o: code[id(o)]
@@ -104,6 +115,9 @@ def module_code(
             ],
         )
 
+    def cell_digest(cell: str) -> str:
+        return digest(cell, lambda: [text for text, _ in cells.definitions[cell]])
+
     def alone(struct: StructCode) -> list[str]:
         """What a unit of ``struct`` alone holds, in order (what its struct
         key covers: see _unit_reuse.py): the digests of its cells' types'
@@ -111,16 +125,14 @@ def module_code(
         return [
             *(object_digest(o) for o in [*(cells.types[c][0] for c in struct.cells), *struct.ops]),
             "\0definitions",
-            *(digest(c, lambda c=c: [t for t, _ in cells.definitions[c]]) for c in struct.cells),
+            *map(cell_digest, struct.cells),
             struct.support_apply[0],
             *(text for text, _ in [*struct.declaration, *struct.body]),
             "\0init",
             struct.init_apply[0],
         ]
 
-    plan = UnitPlan(groups, spec_of, own_init, alone)
-    split = _in_units(groups, run_steps, cells, nodes_code, spec, objects, code, plan.spec_of)
-    return split, spec, plan
+    return UnitPlan(groups, spec_of, own_init, alone)
 
 
 def _in_units(
