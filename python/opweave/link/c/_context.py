@@ -36,6 +36,7 @@ class Context:
         "caches",
         "class_texts",
         "code_names",
+        "compile_jobs",
         "compilers",
         "dist_maps",
         "exports",
@@ -89,6 +90,8 @@ class Context:
         self.private_cache: list[Any] = []
         # (cxx, launcher) -> the SystemCompiler found for them (:mod:`._compiler_choice`)
         self.compilers: dict[tuple[str, str], Any] = {}
+        # compile__jobs -> the compiles a build runs at once (:mod:`._units`)
+        self.compile_jobs: dict[int, int] = {}
 
         # --- Registries: what code registers with opweave.
         # op class -> the provider of its C code (:mod:`.kernels`)

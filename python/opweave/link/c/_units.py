@@ -23,6 +23,7 @@ from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.link.c._cells import Fragment
+from opweave.link.c._context import CONTEXT
 from opweave.link.c._node_code import StructCode
 
 __all__ = ["ObjectCode", "group_by_weight", "plan_units", "unit_spec"]
@@ -86,9 +87,7 @@ def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
         return []
     weights = [weight(code) for code in codes]
     kept = [(code, w) for code, w in zip(codes, weights, strict=True) if not code.struct.stateful]
-    split = (
-        sum(w for _, w in kept) >= _SPLIT_WEIGHT and _core.compile_jobs(config.compile__jobs) >= 2
-    )
+    split = sum(w for _, w in kept) >= _SPLIT_WEIGHT and _jobs() >= 2
     if not split and len(codes) < threshold and sum(weights) < threshold * _WEIGHT_PER_CODE:
         return []
 
@@ -98,6 +97,16 @@ def plan_units(codes: Sequence[StructCode]) -> list[list[StructCode]]:
 
     groups = _cut(kept, ends)
     return groups if len(groups) >= 2 or (groups and split) else []
+
+
+def _jobs() -> int:
+    """The compiles a build runs at once (``_core.compile_jobs``, which
+    reads the CPU affinity and cgroup files: once per setting)."""
+    requested = config.compile__jobs
+    jobs = CONTEXT.compile_jobs.get(requested)
+    if jobs is None:
+        jobs = CONTEXT.compile_jobs[requested] = _core.compile_jobs(requested)
+    return jobs
 
 
 def group_by_weight(codes: Sequence[StructCode]) -> list[list[StructCode]]:
