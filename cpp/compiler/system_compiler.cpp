@@ -297,7 +297,6 @@ SystemCompiler::SystemCompiler(CompilerOptions options, const VersionMemo* memo)
     m_identity.launcher_wrapper = launcher_wrapper_of(m_identity);
 }
 
-
 std::vector<std::vector<std::string>> SystemCompiler::command_lines(const CompileJob& job) const {
     const std::string& cxx = m_identity.path;
     if (m_identity.launcher.empty()) {

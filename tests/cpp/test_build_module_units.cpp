@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,12 +17,14 @@
 #include "opweave/errors.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
+#include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
 
 using namespace opweave;
 using opweave_test::FakeCompiler;
 using opweave_test::TempDir;
 using opweave_test::cache_options;
+using opweave_test::k_gcc_version;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,6 +43,16 @@ ModuleRequest request_with_units(const std::vector<std::string>& units) {
 std::size_t count(const std::vector<std::string>& modes, const std::string& mode) {
     return static_cast<std::size_t>(std::count(modes.begin(), modes.end(), mode));
 }
+
+// The compiles done by the time build_module reports a missing prelude.
+struct WhenPreludeMissing : BuildMonitor {
+    const FakeCompiler* compiler = nullptr;
+    std::vector<std::size_t> compiles;
+    void prelude_missing(const ModuleRequest& /*request*/) override {
+        const std::lock_guard<std::mutex> guard(compiler->mutex);
+        compiles.push_back(count(compiler->modes, "-c"));
+    }
+};
 
 std::string read(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -257,4 +270,53 @@ OPWEAVE_TEST(a_link_that_leaves_a_symbol_undefined_fails_and_names_it) {
         CHECK(what.find("'nowhere_defined(int)'") != std::string::npos);
     }
     CHECK(thrown);
+}
+
+// A units build reports a prelude not built yet (its build starts) before
+// its compiles when they leave a compile job free, else once they are done;
+// the module's own source compiles with the prelude only if it includes
+// something (the unit names of an assembled module include nothing).
+OPWEAVE_TEST(a_missing_prelude_is_reported_when_the_units_leave_a_job_free_or_after_them) {
+    for (const int jobs : {1, 8}) {
+        TempDir dir;
+        CacheOptions options = cache_options(dir);
+        options.compile_jobs = jobs;
+        ModuleCache cache(options);
+        FakeCompiler compiler(k_gcc_version);
+        WhenPreludeMissing monitor;
+        monitor.compiler = &compiler;
+        ModuleRequest request = request_with_units({"u0", "u1"});
+        request.prelude = PreludeRequest{"#include <vector>\n", "abi"};
+        build_module(cache, compiler, request, &monitor);  // wanted once: not reported
+        CHECK(monitor.compiles.empty());
+        request.units = {{"u2", "unit u2"}, {"u3", "unit u3"}};
+        compiler.modes.clear();
+        build_module(cache, compiler, request, &monitor);
+        // Two units take the one job: reported after the three compiles.
+        CHECK_EQ(monitor.compiles.size(), 1u);
+        CHECK_EQ(monitor.compiles.at(0), jobs == 1 ? 3u : 0u);
+    }
+    TempDir dir;
+    ModuleCache cache(cache_options(dir));
+    FakeCompiler compiler(k_gcc_version);
+    ModuleRequest request = request_with_units({"u0"});
+    request.prelude = PreludeRequest{"#include <vector>\n", "abi"};
+    CHECK(build_prelude(cache, compiler, request).outcome == Outcome::built);
+    for (const std::string& source : {std::string("names"), std::string("#include <a.h>\n")}) {
+        request.source = source;
+        compiler.jobs.clear();
+        build_module(cache, compiler, request);
+        std::size_t checked = 0;
+        for (const CompileJob& job : compiler.jobs) {
+            const bool own = job.source.filename() == "module.cpp";
+            const bool included =
+                std::find(job.unkeyed_flags.begin(), job.unkeyed_flags.end(), "-include") !=
+                job.unkeyed_flags.end();
+            if (job.source.filename() == "module.cpp" || job.source.filename() == "unit.cpp") {
+                CHECK_EQ(included, !own || source != "names");
+                ++checked;
+            }
+        }
+        CHECK_EQ(checked, source == "names" ? 2u : 1u);  // then the unit is a hit
+    }
 }

@@ -123,6 +123,24 @@ def test_module_compiled_before_the_prelude_is_a_hit_after_it(
     assert again.library == first.library  # the same key
 
 
+def test_the_process_that_built_a_prelude_compiles_with_its_own_copy(
+    isolated_cache: Path,
+) -> None:
+    # The builder keeps the header it compressed as its decompressed copy
+    # (precompiled_header.cpp): its next compile links that copy instead of
+    # decompressing the entry's frame and writing it again.
+    build_prelude_of(vector_graph, isolated_cache)
+    copies = sorted(isolated_cache.glob("v2/tmp/preludes.*/*.gch"))
+    assert len(copies) == 1
+    kept = copies[0].stat()
+    after = compile_graph(vector_graph(3))
+    assert "-include" in command_of(after)
+    assert sorted(isolated_cache.glob("v2/tmp/preludes.*/*.gch")) == copies
+    again = copies[0].stat()
+    assert (again.st_ino, again.st_mtime_ns) == (kept.st_ino, kept.st_mtime_ns)
+    assert again.st_nlink == kept.st_nlink  # the build's staged link is gone again
+
+
 def header_gch(header: Path) -> Path:
     """The precompiled header as the prelude's entry keeps it: compressed."""
     return header.with_name(header.name + ".gch.zst")
