@@ -325,6 +325,8 @@ PruneResult ModuleCache::prune(std::optional<std::uint64_t> max_total_bytes,
         remove_all(*failed, ignored);  // debugging aids, not entries: not counted
     }
     m_impl->known_bytes.store(static_cast<std::int64_t>(total));
+    const util::Dir locks = cache::require_layout_dir(places.version, cache::k_locks_dir, nullptr);
+    m_impl->counters.write_listing(places.version, locks, total);
     CacheCounters counts;
     counts.evictions = result.removed;
     m_impl->counters.add(counts);

@@ -464,6 +464,7 @@ void ModuleCache::after_build(std::string_view key, const CacheResult& result,
                               const CacheCounters& counts) {
     m_impl->counters.add(counts);
     if (result.outcome == Outcome::built) {
+        m_impl->counters.add_bytes(result.entry.size_bytes);
         enforce_size_limit(key, result.entry.size_bytes);
     }
     if (m_impl->counters.due()) {
@@ -475,13 +476,33 @@ void ModuleCache::enforce_size_limit(std::string_view keep, std::uint64_t added)
     if (!m_options.max_total_bytes) {
         return;
     }
-    const std::int64_t known = m_impl->known_bytes.load();
+    std::int64_t known = m_impl->known_bytes.load();
+    if (known < 0) {
+        // This process's first build: the size stats.json records (see
+        // cache_counters.hpp) rather than a listing of every entry.
+        known = recorded_bytes();
+        std::int64_t unknown = -1;
+        if (known >= 0 && !m_impl->known_bytes.compare_exchange_strong(unknown, known)) {
+            known = unknown;  // another thread of this process got there first
+        }
+    }
     if (known >= 0 &&
         static_cast<std::uint64_t>(known) + added <= *m_options.max_total_bytes) {
         m_impl->known_bytes.fetch_add(static_cast<std::int64_t>(added));
         return;
     }
     prune(m_options.max_total_bytes, std::nullopt, keep);  // lists, and sets known_bytes
+}
+
+std::int64_t ModuleCache::recorded_bytes() const {
+    const cache::Places places = cache::open_places(m_root, nullptr, m_impl->ancestors);
+    const std::optional<cache::RecordedSize> size = cache::read_size(places.version);
+    const double age = size ? util::now_seconds() - size->listed_at : 0.0;
+    if (!size || age < 0.0 || age > cache::k_listing_lifetime_seconds ||
+        size->bytes > static_cast<std::uint64_t>(INT64_MAX)) {
+        return -1;
+    }
+    return static_cast<std::int64_t>(size->bytes);
 }
 
 void ModuleCache::note_hit(double saved_seconds) {

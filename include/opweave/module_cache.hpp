@@ -474,10 +474,13 @@ public:
 private:
     // Holds the cache to max_total_bytes after this process published an
     // entry of `added` bytes (`keep`): prunes when the size this process
-    // last listed plus what it published since passes the limit, or when
-    // it has not listed yet (its first build), so that a build does not
+    // last listed (at its first build, the size stats.json records) plus
+    // what it published since passes the limit, so that a build does not
     // list every entry.
     void enforce_size_limit(std::string_view keep, std::uint64_t added);
+    // The size stats.json records, when a listing found it less than a day
+    // ago; -1 otherwise.
+    std::int64_t recorded_bytes() const;
     // What get_or_build and replace do once their build is over: count it,
     // hold the size limit, write the counters when due.
     void after_build(std::string_view key, const CacheResult& result, const CacheCounters& counts);

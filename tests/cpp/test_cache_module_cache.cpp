@@ -438,6 +438,55 @@ OPWEAVE_TEST(size_limit_evicts_least_recently_used_after_a_build) {
     CHECK(tiny.lookup(key_d).has_value());
 }
 
+// The size stats.json records, written as a listing would write it.
+void record_size(const TempDir& dir, std::uint64_t bytes, double listed_at) {
+    std::ofstream(dir / "cache" / "v2" / "stats.json")
+        << "{\"format\": 1, \"bytes\": " << bytes << ", \"listed_at\": " << std::fixed
+        << listed_at << "}\n";
+}
+
+std::uint64_t listed_bytes(const ModuleCache& cache) {
+    std::uint64_t total = 0;
+    for (const Entry& entry : cache.list()) {
+        total += entry.size_bytes;
+    }
+    return total;
+}
+
+OPWEAVE_TEST(a_first_build_reads_the_recorded_size_instead_of_listing) {
+    TempDir dir;
+    CacheOptions options = options_in(dir);
+    options.max_total_bytes = 3500;
+    {
+        ModuleCache cache(options);
+        cache.get_or_build(k_key_a, writer("a", nullptr, 1000));  // lists: one entry
+        cache.get_or_build(k_key_b, writer("b", nullptr, 1000));
+    }  // writes what it published
+    ModuleCache reader(options);
+    const std::optional<std::string> stats = util::read_file(dir / "cache" / "v2" / "stats.json");
+    CHECK(stats && stats->find("\"bytes\":" + std::to_string(listed_bytes(reader))) !=
+                       std::string::npos);
+    // A record that says the cache is empty: a new process's build trusts
+    // it, lists nothing, and evicts nothing though three entries pass 3500.
+    const double now = static_cast<double>(::time(nullptr));
+    record_size(dir, 0, now);
+    ModuleCache trusting(options);
+    trusting.get_or_build(k_key_c, writer("c", nullptr, 1000));
+    CHECK_EQ(trusting.list().size(), 3u);
+    // A record older than a day is not trusted: the build lists, evicts the
+    // oldest entries and records what it found.
+    age(trusting, k_key_a, 300);
+    age(trusting, k_key_b, 200);
+    record_size(dir, 0, now - 2 * 24 * 3600.0);
+    ModuleCache listing(options);
+    listing.get_or_build("dddddddddddddddd", writer("d", nullptr, 1000));
+    CHECK_EQ(listing.list().size(), 2u);
+    CHECK(!listing.lookup(k_key_a) && !listing.lookup(k_key_b));
+    const std::optional<std::string> after = util::read_file(dir / "cache" / "v2" / "stats.json");
+    CHECK(after && after->find("\"bytes\":" + std::to_string(listed_bytes(listing))) !=
+                       std::string::npos);
+}
+
 OPWEAVE_TEST(counters_persist_across_cache_objects) {
     TempDir dir;
     {
