@@ -9,6 +9,9 @@ of its ``opweave cache export``:
 - two flag sets: the session, then one graph with ``cmodule__remove_gxx_opt``
   (a debugging flag set that compiles one module).
 
+Beside the entries, the decompressed preludes the cache's processes share
+(``v2/unpacked/``, not entries: the size limit does not count them).
+
 Then what a compile that uses a prelude costs: the median seconds of
 compiling each of eight new graphs in one process, its prelude built.
 
@@ -97,6 +100,9 @@ def measure(python: str, steps: list[tuple[str, str]]) -> dict[str, int]:
         export = Path(scratch) / "export.tgz"
         _run(cli[0], [*cli[1:], "export", str(export)], flags)
         sizes["export file"] = export.stat().st_size
+        # Not entries: the shared decompressed preludes (docs/cache.md).
+        unpacked = Path(cache, "v2", "unpacked")
+        sizes["unpacked"] = sum(p.stat().st_size for p in unpacked.glob("*.gch"))
         return sizes
 
 
@@ -121,12 +127,14 @@ def main() -> None:
         for python in args.pythons:
             sizes = measure(python, steps)
             export = sizes.pop("export file")
+            unpacked = sizes.pop("unpacked")
             total = sum(sizes.values())
             prelude = sizes.get("prelude", 0)
             share = prelude / total if total else 0.0
             print(
                 f"  {python}: cache {_mib(total)}, preludes {_mib(prelude)} ({share:4.0%}),"
-                f" export {_mib(export)}"
+                f" export {_mib(export)}; beside it, shared decompressed preludes"
+                f" {_mib(unpacked)}"
             )
     print("a compile with the prelude built (median of 8):")
     for python in args.pythons:

@@ -139,9 +139,15 @@ std::optional<Entry> usable_prelude(ModuleCache& cache, const Compiler& compiler
 // Builder::library). The destructor waits for the thread.
 class PreludeCheck {
 public:
-    PreludeCheck(ModuleCache& cache, std::string key)
-        : m_verified(std::async(std::launch::async, [this, &cache, key = std::move(key)] {
-              return find_prelude(cache, key, &m_events);
+    // Verifies the prelude `key`, and checks the copies `staged` holds (see
+    // StagedPrelude::check_copies) when given.
+    PreludeCheck(ModuleCache& cache, std::string key, cache::StagedPrelude* staged)
+        : m_verified(std::async(std::launch::async, [this, &cache, key = std::move(key), staged] {
+              std::optional<Entry> entry = find_prelude(cache, key, &m_events);
+              if (entry && staged != nullptr) {
+                  staged->check_copies();
+              }
+              return entry;
           })) {}
 
     // The prelude's entry once verified, or nothing when it is damaged
@@ -273,7 +279,9 @@ public:
                            verified_prelude(staging, monitor, events), monitor);
         }
         std::optional<cache::StagedPrelude> staged = cache::StagedPrelude::stage(found, staging);
-        PreludeCheck check(m_cache, *prelude_key);  // after staging (see StagedPrelude::stage)
+        // After staging (see StagedPrelude::stage); the compile only reads
+        // the staged files while the check reads them too.
+        PreludeCheck check(m_cache, *prelude_key, staged ? &*staged : nullptr);
         StagedCompile compiled = compile(key, m_request.source, staging, entry_dir, names,
                                          Product::library, staged, monitor);
         const std::optional<Entry> verified =

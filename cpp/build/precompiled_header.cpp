@@ -60,9 +60,12 @@ std::string included_names(std::string_view text) {
 // cache's tmp/) with its Zstandard frame at `zst` (see
 // precompiled_header.hpp); leaves it as it is without libzstd. The process
 // keeps the header as its decompressed copy of that frame
-// (prelude_copies.hpp): its next compile with the prelude, often the next
-// edit of the graph that wanted it, does not decompress it.
-void compress_in_place(const std::filesystem::path& gch, const std::filesystem::path& zst) {
+// (prelude_copies.hpp) and shares it as the prelude `key`'s
+// (unpacked_preludes.hpp): its next compile with the prelude, often the
+// next edit of the graph that wanted it, and other processes' compiles do
+// not decompress it.
+void compress_in_place(const std::filesystem::path& gch, const std::filesystem::path& zst,
+                       const std::string& key) {
     const std::optional<std::string> bytes = util::read_file(gch);
     if (!bytes) {
         throw CacheError("cannot read the precompiled header " + gch.string(), gch);
@@ -72,8 +75,8 @@ void compress_in_place(const std::filesystem::path& gch, const std::filesystem::
         return;
     }
     util::write_file_atomic(zst, *frame);
-    cache::PreludeCopies::get().keep(gch.parent_path().parent_path(), to_hex(Sha256::of(*frame)),
-                                     *bytes);
+    cache::PreludeCopies::get().keep(gch.parent_path().parent_path(), key,
+                                     to_hex(Sha256::of(*frame)), *bytes);
     std::filesystem::remove(gch);
 }
 
@@ -155,7 +158,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
             throw CacheError("the compiler wrote no precompiled header " + staged.output.string(),
                              staged.output);
         }
-        compress_in_place(staged.output, staging / k_prelude_zst_name);
+        compress_in_place(staged.output, staging / k_prelude_zst_name, key);
         BuildRecord record;
         record.kind = "prelude";
         record.label = "precompiled " + included_names(header_text);

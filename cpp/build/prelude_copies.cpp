@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "cache/unpacked_preludes.hpp"
 #include "opweave/errors.hpp"
 #include "util/fs.hpp"
 
@@ -40,8 +41,8 @@ void PreludeCopies::forget_if_forked() {
     m_pid = ::getpid();
 }
 
-std::optional<std::filesystem::path> PreludeCopies::find(const std::filesystem::path& tmp,
-                                                         const std::string& sha256) {
+std::optional<PreludeCopies::Copy> PreludeCopies::find(const std::filesystem::path& tmp,
+                                                      const std::string& sha256) {
     const std::lock_guard<std::mutex> held(m_mutex);
     forget_if_forked();
     const auto found = m_copies.find({tmp, sha256});
@@ -51,11 +52,16 @@ std::optional<std::filesystem::path> PreludeCopies::find(const std::filesystem::
     return found->second;
 }
 
-std::optional<std::filesystem::path> PreludeCopies::keep(const std::filesystem::path& tmp,
-                                                         const std::string& sha256,
-                                                         std::string_view content) {
+std::optional<PreludeCopies::Copy> PreludeCopies::keep(const std::filesystem::path& tmp,
+                                                      const std::string& key,
+                                                      const std::string& sha256,
+                                                      std::string_view content) {
     const std::lock_guard<std::mutex> held(m_mutex);
     forget_if_forked();
+    if (const std::optional<UnpackedCopy> shared =
+            share_unpacked(tmp.parent_path(), key, sha256, content)) {
+        return m_copies[{tmp, sha256}] = Copy{shared->path, true};
+    }
     try {
         std::unique_ptr<StagingDir>& dir = m_dirs[tmp];
         if (!dir) {
@@ -63,8 +69,7 @@ std::optional<std::filesystem::path> PreludeCopies::keep(const std::filesystem::
         }
         const std::filesystem::path copy = dir->path() / (sha256 + ".gch");
         util::write_file_atomic(copy, content);
-        m_copies[{tmp, sha256}] = copy;
-        return copy;
+        return m_copies[{tmp, sha256}] = Copy{copy, false};
     } catch (const CacheError&) {
         return std::nullopt;  // the build decompresses into its own directory
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "build/prelude_copies.hpp"
+#include "cache/unpacked_preludes.hpp"
 #include "cache/file_digest.hpp"
 #include "opweave/hash.hpp"
 #include "opweave/precompiled_header.hpp"
@@ -93,7 +94,7 @@ bool StagedPrelude::present(const std::filesystem::path& entry_dir) {
 }
 
 bool StagedPrelude::link(const std::string& name) {
-    m_files.push_back({name, name, 0, {}});  // removed by the destructor, from now on
+    m_files.push_back({name, name, 0, {}, {}, {}});  // removed by the destructor, from now on
     return link_or_copy(m_from / name, m_dir / name);
 }
 
@@ -103,16 +104,25 @@ bool StagedPrelude::decompress(const std::string& name) {
     if (!fd || static_cast<std::uint64_t>(st.st_size) > k_max_frame_bytes) {
         return false;
     }
-    const std::filesystem::path staged = m_dir / k_prelude_gch_name;
     const std::filesystem::path tmp = m_dir.parent_path();
-    // This version of the file decompressed before by this process: link
-    // that copy (its frame had the hash verify() compares).
+    const std::string key = m_from.filename().string();
+    // This version of the file decompressed before, by this process (its
+    // frame had the hash verify() compares) or by another that shared it
+    // (checked before the compile is kept): link that copy.
     if (const std::optional<std::string> known = file_sha256(fd.get(), st, Memo::use)) {
-        const std::optional<std::filesystem::path> copy = PreludeCopies::get().find(tmp, *known);
         m_files.push_back({name, k_prelude_gch_name, static_cast<std::uint64_t>(st.st_size),
-                           *known});
-        if (copy && ::linkat(AT_FDCWD, copy->c_str(), AT_FDCWD, staged.c_str(), 0) == 0) {
-            return true;
+                           *known, {}, {}});
+        if (const std::optional<PreludeCopies::Copy> own = PreludeCopies::get().find(tmp, *known)) {
+            if (stage_copy(*own)) {
+                return true;
+            }
+        } else if (const std::optional<UnpackedCopy> shared =
+                       find_unpacked(tmp.parent_path(), key, *known)) {
+            m_files.back().copy = shared->path;
+            m_files.back().copy_sha256 = shared->sha256;
+            if (stage_copy({shared->path, true})) {
+                return true;
+            }
         }
         m_files.pop_back();
     }
@@ -126,20 +136,40 @@ bool StagedPrelude::decompress(const std::string& name) {
         return false;  // damaged (verification says so), or no libzstd here
     }
     const std::string sha256 = to_hex(Sha256::of(*frame));
-    m_files.push_back({name, k_prelude_gch_name, frame->size(), sha256});
-    const std::optional<std::filesystem::path> copy =
-        PreludeCopies::get().keep(tmp, sha256, *content);
-    if (!copy || ::linkat(AT_FDCWD, copy->c_str(), AT_FDCWD, staged.c_str(), 0) != 0) {
-        util::write_file_atomic(staged, *content);
+    m_files.push_back({name, k_prelude_gch_name, frame->size(), sha256, {}, {}});
+    const std::optional<PreludeCopies::Copy> copy =
+        PreludeCopies::get().keep(tmp, key, sha256, *content);
+    if (!copy || !stage_copy(*copy)) {
+        util::write_file_atomic(m_dir / k_prelude_gch_name, *content);
     }
     return true;
+}
+
+bool StagedPrelude::stage_copy(const PreludeCopies::Copy& copy) const {
+    const std::filesystem::path staged = m_dir / k_prelude_gch_name;
+    // A shared copy by a symbolic link, which leaves its ctime (its version)
+    // as it is; this process's own by a hard link.
+    return copy.shared ? ::symlink(copy.path.c_str(), staged.c_str()) == 0
+                       : ::linkat(AT_FDCWD, copy.path.c_str(), AT_FDCWD, staged.c_str(), 0) == 0;
+}
+
+bool StagedPrelude::check_copies() {
+    if (!m_copies_hold) {
+        bool hold = true;
+        for (const File& file : m_files) {
+            hold = hold && (file.copy_sha256.empty() || has_sha256(file.copy, file.copy_sha256));
+        }
+        m_copies_hold = hold;
+    }
+    return *m_copies_hold;
 }
 
 StagedPrelude::StagedPrelude(StagedPrelude&& other) noexcept
     : m_from(std::move(other.m_from)),
       m_dir(std::move(other.m_dir)),
       m_files(std::move(other.m_files)),
-      m_headers(std::move(other.m_headers)) {
+      m_headers(std::move(other.m_headers)),
+      m_copies_hold(other.m_copies_hold) {
     other.m_dir.clear();
 }
 
@@ -153,6 +183,9 @@ StagedPrelude::~StagedPrelude() {
 }
 
 bool StagedPrelude::verify(const Entry& verified) {
+    if (!check_copies()) {
+        return false;
+    }
     for (const File& staged : m_files) {
         bool recorded = false;
         for (const EntryFile& file : verified.files) {

@@ -11,7 +11,9 @@
 // verified entry records keeps the compile that read them. A compressed
 // precompiled header (precompiled_header.hpp) is read once, hashed as read,
 // and decompressed into the staging directory: what the compile reads comes
-// from the bytes that were hashed.
+// from the bytes that were hashed. A decompressed copy another process
+// shared (cache/unpacked_preludes.hpp) is linked instead, and its content
+// checked (check_copies) before a compile that read it is kept.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "build/prelude_copies.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_cache.hpp"
 
@@ -47,8 +50,13 @@ public:
     // entry.
     ~StagedPrelude();
 
+    // Whether each staged copy another process shared has the SHA-256 its
+    // name says (see cache/unpacked_preludes.hpp). May run on another thread
+    // while the compile reads the files; verify() runs it if it has not.
+    bool check_copies();
     // Whether the staged files are exactly those `verified` (the prelude's
-    // entry, just verified) records; if so, its headers become headers().
+    // entry, just verified) records, shared copies checked; if so, its
+    // headers become headers().
     bool verify(const Entry& verified);
     // The compiler flags that include the staged prelude.
     std::vector<std::string> include_flags() const;
@@ -66,22 +74,29 @@ private:
 
     // A file of the entry and its staged form: a link to it (`sha256`
     // empty: hashed when verified), or its decompressed content (then the
-    // size and SHA-256 of the bytes read from the entry).
+    // size and SHA-256 of the bytes read from the entry); `copy`: the copy
+    // of that content another process shared, which must have the SHA-256
+    // `copy_sha256` (empty: nothing to check).
     struct File {
         std::string entry_name;
         std::string staged_name;
         std::uint64_t size = 0;
         std::string sha256;
+        std::filesystem::path copy;
+        std::string copy_sha256;
     };
 
     // Links `name`, or decompresses it into the staged precompiled header.
     bool link(const std::string& name);
     bool decompress(const std::string& name);
+    // Puts `copy` (a decompressed precompiled header) in the staging directory.
+    bool stage_copy(const PreludeCopies::Copy& copy) const;
 
     std::filesystem::path m_from;  // the entry's directory
     std::filesystem::path m_dir;   // where it is staged; empty once moved from
     std::vector<File> m_files;     // the files staged
     std::vector<HeaderRecord> m_headers;
+    std::optional<bool> m_copies_hold;  // what check_copies() found, once it ran
 };
 
 }  // namespace opweave::cache

@@ -17,6 +17,7 @@
 #include "cache/module_cache_impl.hpp"
 #include "cache/node_index.hpp"
 #include "cache/record_store.hpp"
+#include "cache/unpacked_preludes.hpp"
 #include "opweave/errors.hpp"
 #include "cache/file_lock.hpp"
 #include "opweave/module_cache.hpp"
@@ -355,6 +356,7 @@ std::size_t sweep(const Places& places, std::vector<CacheEvent>* events) {
     trim_kept(require_layout_dir(places.version, k_wants_dir, events), k_wants_keep_count,
               k_wants_keep_seconds, removed);
     removed += sweep_records(places.version);
+    removed += sweep_unpacked(places.version, places.entries);
     const util::Dir locks = require_layout_dir(places.version, k_locks_dir, events);
     for (const std::string& name : locks.list()) {
         // A lock file left by a killed builder: free, so take and remove it.

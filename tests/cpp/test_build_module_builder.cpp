@@ -279,8 +279,8 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
                    "-include " + (prelude.entry.dir / k_prelude_header_name).string()));
     CHECK(!fs::exists(second.dir / k_prelude_gch_name));
     CHECK(!fs::exists(second.dir / k_prelude_header_name));
-    // Decompressed once per process: the next build links the same copy,
-    // kept in a private directory of this process in the cache's tmp/.
+    // Decompressed once: the next builds link the same copy, shared with
+    // the cache's other processes in v2/unpacked/.
     ino_t staged_inode = 0;
     compiler.during_compile = [&] {
         struct stat st {};
@@ -292,11 +292,10 @@ OPWEAVE_TEST(missing_prelude_is_reported_and_a_built_one_is_used) {
     build_module(cache, compiler, request_for("int u;", true), &monitor);
     compiler.during_compile = nullptr;
     CHECK(staged_inode > 1);
-    bool has_copies = false;
-    for (const auto& item : fs::directory_iterator(dir / "cache" / "v2" / "tmp")) {
-        has_copies = has_copies || item.path().filename().string().rfind("preludes.", 0) == 0;
-    }
-    CHECK(has_copies);
+    struct stat shared {};
+    CHECK(::stat((*fs::directory_iterator(dir / "cache" / "v2" / "unpacked")).path().c_str(),
+                 &shared) == 0);
+    CHECK_EQ(staged_inode, shared.st_ino);
 
     // Not for a compiler that cannot use one.
     FakeCompiler other("fakecxx 2\n");

@@ -126,19 +126,28 @@ def test_module_compiled_before_the_prelude_is_a_hit_after_it(
 def test_the_process_that_built_a_prelude_compiles_with_its_own_copy(
     isolated_cache: Path,
 ) -> None:
-    # The builder keeps the header it compressed as its decompressed copy
-    # (precompiled_header.cpp): its next compile links that copy instead of
-    # decompressing the entry's frame and writing it again.
+    # The builder keeps the header it compressed as the decompressed copy it
+    # shares (precompiled_header.cpp, unpacked_preludes.hpp): its next
+    # compile links that copy instead of decompressing the entry's frame
+    # and writing it again, and a compile leaves it as it was.
     build_prelude_of(vector_graph, isolated_cache)
-    copies = sorted(isolated_cache.glob("v2/tmp/preludes.*/*.gch"))
+    copies = sorted(isolated_cache.glob("v2/unpacked/*.gch"))
     assert len(copies) == 1
+    [header] = sorted(isolated_cache.glob("v2/entries/*/*/opweave_prelude.h"))
+    assert copies[0].read_bytes() == gch_content(header)
+    assert copies[0].name.startswith(header.parent.name + ".")
     kept = copies[0].stat()
     after = compile_graph(vector_graph(3))
     assert "-include" in command_of(after)
-    assert sorted(isolated_cache.glob("v2/tmp/preludes.*/*.gch")) == copies
+    assert sorted(isolated_cache.glob("v2/unpacked/*.gch")) == copies
     again = copies[0].stat()
-    assert (again.st_ino, again.st_mtime_ns) == (kept.st_ino, kept.st_mtime_ns)
-    assert again.st_nlink == kept.st_nlink  # the build's staged link is gone again
+    assert (again.st_ino, again.st_mtime_ns, again.st_ctime_ns, again.st_nlink) == (
+        kept.st_ino,
+        kept.st_mtime_ns,
+        kept.st_ctime_ns,
+        kept.st_nlink,
+    )
+    assert list((isolated_cache / "v2" / "tmp").glob("preludes.*")) == []
 
 
 def header_gch(header: Path) -> Path:
