@@ -14,7 +14,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "opweave"
 
 # Lowest first. A module belongs to the longest prefix listed.
 LAYERS: list[tuple[str, ...]] = [
-    ("opweave._core", "opweave._namedtuple", "opweave.errors", "opweave._import_time"),
+    (
+        "opweave._core",
+        "opweave._namedtuple",
+        "opweave.errors",
+        "opweave._import_time",
+        "opweave._sha256",
+        "opweave._on_path",
+    ),
     ("opweave._config_parse", "opweave._config_options"),
     ("opweave.configparser", "opweave.configdefaults"),
     ("opweave.graph",),

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -104,6 +102,9 @@ def writable_cache_root() -> Path | None:
 def private_cache() -> _core.ModuleCache:
     """A cache in a fresh private temporary directory, removed at exit."""
     if not CONTEXT.private_cache:
+        import shutil  # rarely needed: not on a fresh process's path
+        import tempfile
+
         root = tempfile.mkdtemp(prefix="opweave-private-")
         atexit.register(shutil.rmtree, root, True)
         CONTEXT.private_cache.append(

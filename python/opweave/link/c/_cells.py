@@ -22,10 +22,10 @@ it. Functions return 0, or non-zero with a Python error set (the type's
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from opweave._sha256 import Sha256
 from opweave.graph.utils import not_defined_errors
 from opweave.link.c.hooks import call_hook
 
@@ -87,7 +87,7 @@ Fragmenter = Callable[[Any, str], Fragment]
 
 def code_hash(*texts: str) -> str:
     """16 hex digits naming a piece of generated code by its text."""
-    digest = hashlib.sha256()
+    digest = Sha256()
     for text in texts:
         digest.update(text.encode())
         digest.update(b"\0")

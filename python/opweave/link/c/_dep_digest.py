@@ -27,12 +27,12 @@ for the values it does not name itself.
 from __future__ import annotations
 
 import enum
-import hashlib
 from typing import Any
 
 import numpy as np
 
 from opweave import _core
+from opweave._sha256 import sha256_hex
 
 __all__ = ["namespace_digest", "other_text", "values_digest"]
 
@@ -48,7 +48,7 @@ def other_text(value: Any) -> str:
         return f"np:{value.dtype.str}:{value.tobytes().hex()}"
     if isinstance(value, np.ndarray) and not value.dtype.hasobject:
         if value.nbytes <= _ARRAY_BYTES:
-            data = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+            data = sha256_hex(np.ascontiguousarray(value).tobytes())
             return f"array:{value.dtype.str}:{value.shape}:{data}"
     if isinstance(value, enum.Enum):
         return f"enum:{kind.__module__}.{kind.__qualname__}.{value.name}"

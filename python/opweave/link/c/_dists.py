@@ -17,7 +17,6 @@ process reads one record instead of every distribution's ``RECORD``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from opweave._namedtuple import NamedTuple
+from opweave._sha256 import sha256_hex
 from opweave.errors import OpweaveError
 from opweave.link.c._context import CONTEXT
 
@@ -107,7 +107,7 @@ def _root_map(root: str) -> dict[str, Dist]:
     if not infos:
         return {}
     named = f"{_MAP_FORMAT}\0{root}\0{status.st_dev}\0{status.st_ino}\0{status.st_mtime_ns}"
-    name = hashlib.sha256("\0".join([named, *infos]).encode()).hexdigest()[:40]
+    name = sha256_hex("\0".join([named, *infos]).encode())[:40]
     cache = _cache()
     kept = None if cache is None else cache.read_record(_RECORD_KIND, name)
     if kept is not None:

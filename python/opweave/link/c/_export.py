@@ -31,12 +31,12 @@ The failure ids of ``run`` are those of the one-node graph: input ``p`` is
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
+from opweave._sha256 import sha256_hex
 from opweave.link.c._node_code import OpStruct
 
 __all__ = [
@@ -228,7 +228,7 @@ def _signature(plan: NodePlan) -> str:
     cells of its inputs and outputs, and where its struct's run() takes
     them."""
     text = "|".join([*plan.inputs, "", *plan.outputs, "", *plan.run_args])
-    return f"opweave_x_run_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return f"opweave_x_run_{sha256_hex(text.encode())[:16]}"
 
 
 def _arg_cells(plan: NodePlan) -> list[str]:

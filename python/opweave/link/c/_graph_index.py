@@ -35,7 +35,6 @@ is no longer cached, and ``opweave cache clear`` all of them (:func:`sweep`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -44,6 +43,7 @@ from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
+from opweave._sha256 import sha256_hex
 from opweave.configparser import config
 from opweave.errors import OpweaveError
 from opweave.graph.op import op_label
@@ -94,7 +94,7 @@ def index_name(key: Any, environment: Any) -> str | None:
     except Unstable as why:
         _log.debug("graph not indexed: %s", why)
         return None
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 def place(key: Any) -> Place | None:

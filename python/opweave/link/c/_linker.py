@@ -10,10 +10,10 @@ The flag is part of the compile job, and so of the cache key.
 from __future__ import annotations
 
 import functools
-import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from opweave._on_path import on_path
 from opweave.configparser import config
 from opweave.link.c._flags import group_flags
 from opweave.link.c.sanitize import is_clang
@@ -40,4 +40,4 @@ def linker_flags(compiler: Any, flags: Sequence[str]) -> list[str]:
 
 @functools.cache
 def _have(program: str) -> bool:
-    return shutil.which(program) is not None
+    return on_path(program) is not None

@@ -20,16 +20,14 @@ record with another line is ignored (and replaced).
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import re
-import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from opweave import _core
+from opweave._sha256 import sha256_hex
 from opweave.configparser import config
 from opweave.errors import OpweaveError
 from opweave.link.c._cache_choice import get_module_cache
@@ -72,7 +70,7 @@ def expand_native(cxx: str, compiler_material: str) -> tuple[str, ...]:
     from the cache's record of them (a flag per line: reading it is a
     split, where shlex took 2 ms), or found by running the compiler once."""
     named = f"{_MEMO_FORMAT}\n{compiler_material}\n{_cpu_signature()}"
-    name = hashlib.sha256(named.encode()).hexdigest()[:32]
+    name = sha256_hex(named.encode())[:32]
     cache = _writable_cache()
     if cache is not None:
         kept = _machine_flags(cache.read_record(_RECORD_KIND, name))
@@ -113,6 +111,9 @@ def _machine_flags(data: bytes | None) -> tuple[str, ...] | None:
 def _ask_compiler(cxx: str) -> list[str]:
     """The flags ``cxx -march=native`` stands for (GCC's cc1plus line, or
     clang's target CPU and features)."""
+    import shlex  # imported when a compiler is run: not on a hit's path
+    import subprocess
+
     command = [cxx, "-march=native", "-E", "-v", "-x", "c++", "/dev/null", "-o", "/dev/null"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
@@ -136,6 +137,8 @@ def _ask_compiler(cxx: str) -> list[str]:
 def _accepted(cxx: str, flags: list[str]) -> list[str]:
     """``flags`` less those ``cxx``'s driver rejects: some of clang's target
     features (``+64bit``, ``+cx8``, ``+cmov``) have no ``-m`` option."""
+    import subprocess  # as above
+
     command = [cxx, *flags, "-E", "-x", "c++", "/dev/null", "-o", "/dev/null"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)

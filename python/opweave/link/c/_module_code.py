@@ -5,11 +5,11 @@ and what each unit holds."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave import _core
+from opweave._sha256 import sha256_hex
 from opweave.link.c._cells import Cells, Fragmenter, StepFields
 from opweave.link.c._node_code import NodeStructs, StructCode
 from opweave.link.c._unit_reuse import UnitPlan
@@ -99,7 +99,7 @@ def _unit_plan(
     def digest(key: Any, texts: Callable[[], list[str]]) -> str:
         found = digests.get(key)
         if found is None:
-            found = digests[key] = hashlib.sha256("\0\0".join(texts()).encode()).hexdigest()
+            found = digests[key] = sha256_hex("\0\0".join(texts()).encode())
         return found
 
     def object_digest(obj: Any) -> str:

@@ -20,7 +20,6 @@ hooks read.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -29,6 +28,7 @@ import numpy as np
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
+from opweave._sha256 import sha256_hex
 from opweave.configparser import config
 from opweave.graph.basic import Apply, Variable, fresh_variable, is_constant, make_apply
 from opweave.graph.fg import FunctionGraph
@@ -156,7 +156,7 @@ def constant_signature(variable: Variable) -> Any:
         if data.nbytes > _DIGEST_CONSTANT_BYTES or data.dtype.hasobject:
             return MISSING
         if data.nbytes > _MEMO_CONSTANT_BYTES:
-            digest = hashlib.sha256(np.ascontiguousarray(data).data).digest()
+            digest = sha256_hex(np.ascontiguousarray(data).data)
             return ("array-sha256", data.dtype.str, data.shape, digest)
         return ("array", data.dtype.str, data.shape, data.tobytes())
     if isinstance(data, np.generic):

@@ -20,10 +20,10 @@ covers the rest: the same release installed anywhere has one digest.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
+from opweave._sha256 import sha256_hex
 from opweave.link.c._context import CONTEXT
 
 __all__ = ["is_dist_record", "located", "portable", "record_digest"]
@@ -93,4 +93,4 @@ def record_digest(text: str) -> str:
         if not name or name.startswith(("../", "/")) or name.endswith(_HOW_INSTALLED):
             continue
         kept.append(line)
-    return hashlib.sha256("\n".join(sorted(kept)).encode()).hexdigest()
+    return sha256_hex("\n".join(sorted(kept)).encode())

@@ -29,13 +29,13 @@ before; it is never filed under a text that says too little.
 from __future__ import annotations
 
 import enum
-import hashlib
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from opweave._sha256 import Sha256, sha256_hex
 from opweave.configparser import Snapshot
 from opweave.graph.basic import is_constant
 from opweave.link.c._context import CONTEXT
@@ -192,7 +192,7 @@ def _props_text(renderer: _Renderer, value: Any, props: tuple[str, ...]) -> str:
         return found[1]
     text = renderer.fields_text(value, [(name, getattr(value, name)) for name in props])
     if len(text) > 256:  # a long text is named by its digest
-        text = f"#{hashlib.sha256(text.encode()).hexdigest()}"
+        text = f"#{sha256_hex(text.encode())}"
     CONTEXT.props_texts[id(value)] = (value, text)
     if len(CONTEXT.props_texts) > _PROPS_MEMO_SIZE:
         del CONTEXT.props_texts[next(iter(CONTEXT.props_texts))]
@@ -202,7 +202,7 @@ def _props_text(renderer: _Renderer, value: Any, props: tuple[str, ...]) -> str:
 def _array_text(value: np.ndarray) -> str:
     if value.dtype.hasobject or value.nbytes > _ARRAY_BYTES:
         raise Unstable("an object or large array")
-    digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+    digest = sha256_hex(np.ascontiguousarray(value).tobytes())
     return f"array:{value.dtype.str}:{value.shape}:{digest};"
 
 
@@ -224,7 +224,7 @@ def _class_text(cls: type) -> str:
     if found is None:
         files = sorted({_module_text(c.__module__) for c in cls.__mro__ if c is not object})
         methods = [_methods_digest(c) for c in cls.__mro__]
-        digest = hashlib.sha256("\n".join([*files, *methods]).encode()).hexdigest()[:16]
+        digest = sha256_hex("\n".join([*files, *methods]).encode())[:16]
         found = CONTEXT.class_texts[cls] = f"<{_code_name(cls)}@{digest}>"
     return found
 
@@ -238,7 +238,7 @@ def _methods_digest(cls: type) -> str:
     makes another class text."""
     found = CONTEXT.method_digests.get(cls)
     if found is None:
-        digest = hashlib.sha256()
+        digest = Sha256()
         for name, attribute in sorted(vars(cls).items()):
             function = getattr(attribute, "__func__", attribute)
             code = getattr(function, "__code__", None)

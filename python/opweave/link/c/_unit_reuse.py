@@ -38,13 +38,13 @@ a reused unit and a new one), the graph is compiled from its own units
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from opweave import _core
+from opweave._sha256 import sha256_hex
 from opweave.errors import CompileError, OpweaveError
 from opweave.link.c._cache_choice import get_module_cache
 from opweave.link.c._compile_errors import first_error
@@ -83,7 +83,7 @@ class UnitPlan:
         self.own_init = own_init
         # id(struct) -> the digest of the texts of a unit of it alone
         self._content = {
-            id(code): hashlib.sha256("\0\0".join(alone(code)).encode()).hexdigest()
+            id(code): sha256_hex("\0\0".join(alone(code)).encode())
             for group in self.groups
             for code in group
         }
@@ -112,7 +112,7 @@ class UnitPlan:
 
 def struct_key(recipe: str, content: str) -> str:
     """The struct key of a struct of ``content`` compiled with ``recipe``."""
-    return hashlib.sha256(f"{recipe}\0\0{content}".encode()).hexdigest()
+    return sha256_hex(f"{recipe}\0\0{content}".encode())
 
 
 def recipe_of(compiler: Any, extra: str, job_signature: Any) -> str:

@@ -16,10 +16,10 @@ values generate the same source, and share one compiled module.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from opweave._sha256 import sha256_hex
 from opweave.link.c._flags import uniq_flags
 from opweave.link.c._params_c_code import (
     ERROR_CONTEXT,
@@ -40,7 +40,7 @@ _STRUCT_MARK = "/* ParamsType "  # starts the definition of a struct
 
 
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 class ParamsType(CType):

@@ -16,7 +16,6 @@ module assembler restores its own numbering after it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from opweave._namedtuple import NamedTuple
+from opweave._sha256 import sha256_hex
 
 __all__ = [
     "SECTION_TAGS",
@@ -128,7 +128,7 @@ def local_includes(paths: list[Path]) -> list[tuple[str, str]]:
                 candidate = (folder / name).resolve()
                 if candidate not in found and candidate.is_file():
                     content = _read_quietly(candidate)
-                    found[candidate] = hashlib.sha256(content.encode("utf-8")).hexdigest()
+                    found[candidate] = sha256_hex(content.encode("utf-8"))
                     pending.append(candidate)
                     break
     return sorted((str(path), digest) for path, digest in found.items())
@@ -143,7 +143,7 @@ def _read_quietly(path: Path) -> str:
 
 def version_of(codes: list[str]) -> str:
     """A version string for the contents of an op's C files."""
-    digest = hashlib.sha256("\n".join(codes).encode("utf-8")).hexdigest()
+    digest = sha256_hex("\n".join(codes).encode("utf-8"))
     return "m" + digest
 
 

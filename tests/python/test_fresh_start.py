@@ -1,0 +1,73 @@
+"""What a fresh process pays to start: the stand-ins for standard modules
+whose import is heavy (``hashlib`` loads OpenSSL, ``shutil`` the compression
+modules, ``subprocess`` its own), and a fresh process's cache hit, which
+imports none of them (benchmarks/bench_fresh.py measures the time)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from support.helpers import describe, run_command
+
+from opweave import config
+from opweave._on_path import on_path
+from opweave._sha256 import Sha256, sha256_hex
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"abc", "caf\u00e9", bytearray(b"x" * 100_000), memoryview(b"view")]
+)
+def test_sha256_hex_is_hashlib_s(data: bytes | bytearray | memoryview | str) -> None:
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    assert sha256_hex(data) == hashlib.sha256(raw).hexdigest()
+
+
+def test_an_incremental_sha256_hashes_its_parts_in_order() -> None:
+    digest, reference = Sha256(), hashlib.sha256()
+    for part in (b"one", b"", b"two" * 1000, b"\0three"):
+        digest.update(part)
+        reference.update(part)
+    assert digest.hexdigest() == reference.hexdigest()
+    assert Sha256().hexdigest() == hashlib.sha256().hexdigest()
+
+
+def test_on_path_finds_what_which_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = tmp_path / "bin" / "tool"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    plain = tmp_path / "bin" / "plain"
+    plain.write_text("not executable")
+    (tmp_path / "bin" / "folder").mkdir()
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'nowhere'}{os.pathsep}{tool.parent}")
+    for name in ("tool", "plain", "folder", "missing", str(tool), str(plain), "sh"):
+        assert on_path(name) == shutil.which(name), name
+    assert on_path("tool") == str(tool)
+
+
+_GRAPH = """
+import sys
+import opweave
+from opweave.examples.double_ops import add, double
+opweave.config.compiledir = sys.argv[1]
+x, y = double("x"), double("y")
+f = opweave.function([x, y], add(x, y))
+assert f(2.0, 3.0) == 5.0
+heavy = ["hashlib", "shutil", "subprocess", "tempfile"]
+print(" ".join(name for name in heavy if name in sys.modules))
+"""
+
+
+@pytest.mark.skipif(not config.cxx, reason="needs a C++ compiler")
+def test_a_fresh_process_s_hit_imports_no_heavy_standard_module(isolated_cache: Path) -> None:
+    command = [sys.executable, "-c", _GRAPH, str(isolated_cache)]
+    built = run_command(command, timeout=300)
+    assert built.returncode == 0, describe(built)
+    hit = run_command(command, timeout=300)
+    assert hit.returncode == 0, describe(hit)
+    assert hit.stdout.strip() == "", describe(hit)
