@@ -91,7 +91,7 @@ HeaderRecord record_header(const std::string& path, WatchedHeaders* watched,
     HeaderRecord record;
     record.path = path;
     const bool watching =
-        watched != nullptr && watched->watch(record.path, WatchedHeaders::When::at_once);
+        watched != nullptr && watched->watch(record.path);
     // Non-blocking: a FIFO (or a device) at a header's path must not hang
     // the build; it is no regular file, so it gets no hash.
     util::Fd file(::open(record.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -173,9 +173,8 @@ std::vector<HeaderRecord> record_headers(const std::vector<std::string>& depende
     ::clock_gettime(CLOCK_REALTIME, &now);
     const std::int64_t recorded_ns = ns_of(now);
 
-    // Each header is watched before its stat, as a check would watch it
-    // (header_watch.hpp): the first check of the new entry in this process
-    // then needs no stat either.
+    // Each header counts as seen, and once watched, is watched before its
+    // stat, as a check would watch it (header_watch.hpp).
     WatchedHeaders watched;
     std::vector<HeaderRecord> records;
     std::set<std::string> seen;
@@ -244,7 +243,7 @@ std::string check_headers(const std::vector<HeaderRecord>& headers, Memo memo) {
             continue;
         }
         // Watched before its stat, so that no change after the stat is missed.
-        bool watching = watched && watched->watch(header.path, WatchedHeaders::When::seen_again);
+        bool watching = watched && watched->watch(header.path);
         struct stat st {};
         if (!dirs.stat(header.path, st, watching)) {
             return "header " + header.path + " is gone";

@@ -23,7 +23,6 @@
 #include <set>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "util/fd.hpp"
 #include "util/fork_guard.hpp"
@@ -75,7 +74,7 @@ struct State {
     util::Fd queue;    // inotify, non-blocking
     util::Fd mounts;   // /proc/self/mounts, polled for mount table changes
     std::unordered_map<std::string, Known> known;  // header path -> what it was found to be
-    std::unordered_set<std::string> seen;          // paths asked about once (When::seen_again)
+    std::unordered_map<std::string, int> seen;     // path -> sightings before it is watched
     std::unordered_map<std::string, int> dirs;     // directory -> its watch, -1: not watchable
     std::unordered_map<int, std::set<std::string>> names;  // directory watch -> names on paths
     std::set<int> files;                                   // header file watches
@@ -111,8 +110,9 @@ void start_over(State& s) {
     close_registered(s.mounts);
 }
 
-// Whether the queue is open (opened if need be).
-bool open_queue(State& s) {
+// Whether the queue is open; in a forked child, after forgetting the
+// parent's.
+bool queue_open(State& s) {
     if (s.pid != ::getpid()) {
         // A forked child: the fork guard closed the parent's descriptors
         // in it, so the numbers are not ours to close.
@@ -121,7 +121,13 @@ bool open_queue(State& s) {
         start_over(s);
         s.pid = ::getpid();
     }
-    if (s.queue) {
+    return static_cast<bool>(s.queue);
+}
+
+// Whether the queue is open (opened if need be: only to watch a header,
+// see header_watch.hpp on what an open queue costs at exit).
+bool open_queue(State& s) {
+    if (queue_open(s)) {
         return true;
     }
     util::Fd queue(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
@@ -243,7 +249,7 @@ int watch_dir(State& s, const std::string& dir) {
 WatchedHeaders::WatchedHeaders() {
     State& s = state();
     s.mutex.lock();
-    if (open_queue(s)) {
+    if (queue_open(s)) {
         catch_up(s);
     }
 }
@@ -256,9 +262,10 @@ bool WatchedHeaders::known(const HeaderRecord& header) const {
     return found != s.known.end() && found->second.matches(header);
 }
 
-bool WatchedHeaders::watch(const std::string& path, When when) {
+bool WatchedHeaders::watch(const std::string& path) {
     State& s = state();
-    if (when == When::seen_again && s.seen.insert(path).second) {
+    if (int& sightings = s.seen[path]; sightings < k_sightings_before_watch - 1) {
+        ++sightings;
         return false;
     }
     const std::size_t slash = path.rfind('/');
