@@ -25,10 +25,12 @@
 // Why not at once: the kernel closes an inotify queue slowly (it waits for
 // a grace period of its notification marks), and a process's exit closes
 // it: one watch made a fresh process's exit 8 ms slower here, two hundred
-// 15 ms, while a check without the watch costs two hundred stats, well
-// under a millisecond. So a process that compiles or loads a few modules
-// (a script, a fresh process's hit) never makes the queue; one that checks
-// the same headers dozens of times (a long session) makes it.
+// 15 ms, while a check without the watch costs two hundred stats (0.17 ms).
+// So a process that compiles or loads one or two modules (a script, a
+// fresh process's hit or one-op build) never makes the queue; one that
+// sees the same headers again and again (it makes functions of the same
+// graph, or of many graphs) makes it at the third sighting, and its later
+// checks cost microseconds.
 #pragma once
 
 #include <string>
@@ -53,7 +55,7 @@ public:
 
     // How many times a process records or checks a header before it
     // watches it (see the top).
-    static constexpr int k_sightings_before_watch = 32;
+    static constexpr int k_sightings_before_watch = 3;
 
     // Counts a sighting of the path `path` (absolute) and watches it from
     // the k_sightings_before_watch-th: call it before the check whose
