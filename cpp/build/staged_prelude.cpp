@@ -157,7 +157,12 @@ bool StagedPrelude::check_copies() {
     if (!m_copies_hold) {
         bool hold = true;
         for (const File& file : m_files) {
-            hold = hold && (file.copy_sha256.empty() || has_sha256(file.copy, file.copy_sha256));
+            if (!file.copy_sha256.empty() && !has_sha256(file.copy, file.copy_sha256)) {
+                // Not left for the next process to compile with and check
+                // again: it decompresses the frame and shares a good copy.
+                ::unlink(file.copy.c_str());
+                hold = false;
+            }
         }
         m_copies_hold = hold;
     }

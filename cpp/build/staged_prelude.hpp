@@ -51,8 +51,9 @@ public:
     ~StagedPrelude();
 
     // Whether each staged copy another process shared has the SHA-256 its
-    // name says (see cache/unpacked_preludes.hpp). May run on another thread
-    // while the compile reads the files; verify() runs it if it has not.
+    // name says (see cache/unpacked_preludes.hpp); one that has not is
+    // removed. May run on another thread while the compile reads the files;
+    // verify() runs it if it has not.
     bool check_copies();
     // Whether the staged files are exactly those `verified` (the prelude's
     // entry, just verified) records, shared copies checked; if so, its

@@ -134,6 +134,14 @@ OPWEAVE_TEST(a_shared_copy_that_differs_from_the_frame_is_not_kept) {
     CHECK(included_prelude(compiler.jobs.at(0)));
     CHECK(!included_prelude(compiler.jobs.at(1)));
     CHECK(cache.lookup(built.key).has_value());
+    // Removed, so the next build decompresses the frame and shares a good
+    // copy again, under the same name, and compiles once, with it.
+    CHECK(!fs::exists(shared));
+    compiler.jobs.clear();
+    build_module(cache, compiler, request_for("int y;"));
+    CHECK_EQ(compiler.jobs.size(), 1u);
+    CHECK(included_prelude(compiler.jobs.at(0)));
+    CHECK_EQ(util::read_file(shared).value_or(""), compiler.output_content);
 }
 
 OPWEAVE_TEST(a_copy_others_can_write_is_not_used) {
