@@ -21,26 +21,33 @@ namespace opweave::cache {
 
 namespace {
 
-constexpr const char* k_suffix = ".gch";
-// A link left under its temporary name by a process killed while sharing.
+// A file left under its temporary name by a process killed while writing it.
 constexpr double k_temporary_grace_seconds = 60.0;
+constexpr std::size_t k_digest_size = 64;  // a SHA-256 in hex
 
-// The names of the copies of the prelude `key`'s frame `frame_sha256`
-// start with this.
-std::string unpacked_prefix(std::string_view key, std::string_view frame_sha256) {
-    return std::string(key) + "." + std::string(frame_sha256) + ".";
+// What a copy's name says: `<key>.<frame>.<digest>.gch`.
+struct CopyName {
+    std::string key;
+    std::string frame;   // the SHA-256 of the frame it is the decompression of
+    std::string digest;  // its own SHA-256
+};
+
+std::string name_of(const CopyName& copy) {
+    return copy.key + "." + copy.frame + "." + copy.digest + ".gch";
 }
 
-// The prelude key of the shared copy `name`, if it is named as one.
-std::optional<std::string> key_of(const std::string& name) {
-    const std::size_t dot = name.find('.');
-    const std::size_t suffix = name.size() - std::string_view(k_suffix).size();
-    if (dot == std::string::npos || name.size() <= std::string_view(k_suffix).size() ||
-        name.compare(suffix, std::string::npos, k_suffix) != 0 || dot >= suffix) {
+// What `name` says, if it is named as a copy.
+std::optional<CopyName> parse(const std::string& name) {
+    const std::size_t first = name.find('.');
+    constexpr std::size_t k_tail = 1 + k_digest_size + 1 + k_digest_size + 4;  // .f.d.gch
+    if (first == std::string::npos || name.size() != first + k_tail ||
+        name.compare(name.size() - 4, 4, ".gch") != 0 || name[first + 1 + k_digest_size] != '.') {
         return std::nullopt;
     }
-    std::string key = name.substr(0, dot);
-    return ModuleCache::is_key(key) ? std::optional<std::string>(std::move(key)) : std::nullopt;
+    CopyName copy{name.substr(0, first), name.substr(first + 1, k_digest_size),
+                  name.substr(first + 2 + k_digest_size, k_digest_size)};
+    return ModuleCache::is_key(copy.key) ? std::optional<CopyName>(std::move(copy))
+                                         : std::nullopt;
 }
 
 std::optional<util::Dir> unpacked_dir(const std::filesystem::path& version, Create create) {
@@ -56,17 +63,14 @@ std::optional<UnpackedCopy> find_unpacked(const std::filesystem::path& version,
                                           std::string_view frame_sha256) noexcept {
     try {
         const std::optional<util::Dir> dir = unpacked_dir(version, Create::no);
-        const std::string prefix = unpacked_prefix(key, frame_sha256);
         for (const std::string& name : dir ? dir->list() : std::vector<std::string>()) {
-            const std::size_t digest_end = name.size() - std::string_view(k_suffix).size();
-            if (name.size() != prefix.size() + 64 + std::string_view(k_suffix).size() ||
-                name.compare(0, prefix.size(), prefix) != 0 ||
-                name.compare(digest_end, std::string::npos, k_suffix) != 0) {
+            std::optional<CopyName> copy = parse(name);
+            if (!copy || copy->key != key || copy->frame != frame_sha256) {
                 continue;
             }
             const std::optional<struct stat> st = dir->stat(name);
             if (st && util::check_trust(*st, false) == util::Trust::ok) {
-                return UnpackedCopy{dir->path_of(name), name.substr(prefix.size(), 64)};
+                return UnpackedCopy{dir->path_of(name), std::move(copy->digest)};
             }
         }
     } catch (...) {
@@ -83,16 +87,15 @@ std::optional<UnpackedCopy> share_unpacked(const std::filesystem::path& version,
         if (!dir) {
             return std::nullopt;
         }
-        UnpackedCopy copy;
-        copy.sha256 = to_hex(Sha256::of(content));
-        const std::string name = unpacked_prefix(key, frame_sha256) + copy.sha256 + k_suffix;
+        const std::string digest = to_hex(Sha256::of(content));
+        const std::string name =
+            name_of({std::string(key), std::string(frame_sha256), digest});
         // Written under a temporary name, then renamed: a reader finds the
         // whole file or none.
         if (!dir->write_file(name, content, 0600, util::Sync::no)) {
             return std::nullopt;
         }
-        copy.path = dir->path_of(name);
-        return copy;
+        return UnpackedCopy{dir->path_of(name), digest};
     } catch (...) {
         return std::nullopt;  // the process keeps a copy of its own
     }
@@ -119,19 +122,19 @@ std::size_t sweep_unpacked(const util::Dir& version, const util::Dir& entries) n
         std::map<std::string, std::pair<std::string, double>> newest;  // by key: name, mtime
         for (const std::string& name : dir->list()) {
             const std::optional<struct stat> st = dir->stat(name);
-            const std::optional<std::string> key = key_of(name);
+            const std::optional<CopyName> copy = parse(name);
             const double mtime = st ? static_cast<double>(ns_of(st->st_mtim)) * 1e-9 : now;
             const bool temporary = !name.empty() && name[0] == '.';
-            if (temporary ? now - mtime < k_temporary_grace_seconds : !key) {
-                continue;  // another process's link, about to be renamed; or not ours
+            if (temporary ? now - mtime < k_temporary_grace_seconds : !copy) {
+                continue;  // another process's write, about to be renamed; or not ours
             }
-            const std::optional<util::Dir> shard = key ? entries.open_dir(shard_name(*key))
-                                                       : std::nullopt;
-            if (!key || !shard || !shard->stat(*key)) {
-                removed += dir->remove(name) ? 1 : 0;  // its prelude is gone
+            const std::optional<util::Dir> shard = copy ? entries.open_dir(shard_name(copy->key))
+                                                        : std::nullopt;
+            if (!shard || !shard->stat(copy->key)) {
+                removed += dir->remove(name) ? 1 : 0;  // its prelude is gone, or left by a kill
                 continue;
             }
-            auto [kept, added] = newest.try_emplace(*key, name, mtime);
+            auto [kept, added] = newest.try_emplace(copy->key, name, mtime);
             if (!added) {
                 const bool newer = mtime > kept->second.second;
                 removed += dir->remove(newer ? kept->second.first : name) ? 1 : 0;

@@ -173,10 +173,9 @@ OPWEAVE_TEST(sweeps_remove_the_copies_of_preludes_that_are_gone) {
     const fs::path newest = shared_copies(dir, "cache").at(0);
     // An older copy of the same prelude (of a frame it held before), and
     // one of a prelude that is gone.
-    const fs::path older = newest.parent_path() /
-                           (prelude.entry.key + "." + std::string(64, '0') + ".gch");
-    const fs::path orphan = newest.parent_path() /
-                            (std::string(64, 'e') + "." + std::string(64, '1') + ".gch");
+    const std::string digests = "." + std::string(64, '0') + "." + std::string(64, '1') + ".gch";
+    const fs::path older = newest.parent_path() / (prelude.entry.key + digests);
+    const fs::path orphan = newest.parent_path() / (std::string(64, 'e') + digests);
     std::ofstream(older) << "older";
     std::ofstream(orphan) << "orphan";
     fs::last_write_time(older, fs::last_write_time(newest) - std::chrono::hours(1));
