@@ -51,12 +51,13 @@ def module_request(fgraph: FunctionGraph) -> tuple[Any, Any]:
     compiler = linker.compiler()
     graph = linker.graph_spec(compiler)
     job = linker.compile_job(graph.objects, compiler)
+    text = _core.assemble_module(graph.spec).text
     request = cmodule.module_request(
-        _core.assemble_module(graph.spec).text,
+        text,
         job,
         linker.key_extra(graph.objects),
         label=linker.label(),
-        prelude=cmodule.prelude_request(graph.spec.headers, job),
+        prelude=cmodule.prelude_request([text], job),
     )
     return compiler, request
 

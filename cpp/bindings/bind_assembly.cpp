@@ -313,7 +313,6 @@ void bind_assembled(py::module_& m) {
 void init_assembly(py::module_& m) {
     m.attr("GRAPH_LAYOUT_VERSION") = k_graph_layout_version;
     m.attr("PYTHON_PRELUDE") = std::string(k_python_prelude);
-    m.attr("NUMPY_PRELUDE") = std::string(k_numpy_prelude);
     m.attr("GRAPH_MODULE_NAME") = k_graph_module_name;
     bind_records(m);
     bind_specs(m);

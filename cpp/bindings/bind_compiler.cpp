@@ -213,6 +213,16 @@ void init_prelude(py::module_& m) {
           py::arg("header_text"), py::arg("extra") = "",
           "The cache key of the prelude `header_text` for modules compiled with `job`.");
     m.def(
+        "prelude_text_of",
+        [](const std::vector<std::string>& sources) {
+            return prelude_text_of(std::vector<std::string_view>(sources.begin(), sources.end()));
+        },
+        py::arg("sources"),
+        "The prelude of `sources`: the lines every one that includes Python.h\n"
+        "starts its includes with (standard and NumPy headers only); empty when\n"
+        "none includes it. A source compiles with a prelude only when its includes\n"
+        "start with the prelude's text.");
+    m.def(
         "build_prelude",
         [](ModuleCache& cache, const Compiler& compiler, ModuleRequest request) {
             return PythonMonitor::run([&](BuildMonitor* monitor) {

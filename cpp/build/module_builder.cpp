@@ -210,7 +210,7 @@ public:
         const std::vector<std::string> kept =
             cache::source_path_flags(m_compiler, entry_dir / names.source);
         staged.unkeyed_flags = kept;
-        if (prelude) {
+        if (prelude && starts_with_prelude(source, m_request.prelude->header_text)) {
             const std::vector<std::string> include = prelude->include_flags();
             staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
         }
@@ -411,7 +411,6 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     const bool report_now = m_request.units.size() < static_cast<std::size_t>(jobs);
     const std::optional<cache::StagedPrelude> usable =
         verified_prelude(staging, report_now ? monitor : nullptr, events);
-    const std::optional<cache::StagedPrelude> no_prelude;
     StagedCompile main;
     // Each unit's object is copied into the staging directory as soon as
     // it is found or built, so that an eviction meanwhile cannot lose it.
@@ -420,11 +419,11 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     std::vector<util::Task> tasks;
     tasks.emplace_back([&](BuildMonitor* task_monitor) {
         // A source that includes nothing (the unit names of a module
-        // assembled by opweave) compiles faster without the prelude.
-        const bool includes = m_request.source.find("#include") != std::string::npos;
+        // assembled by opweave) does not start with the prelude, and
+        // compiles without it.
         main = compile(key, m_request.source, staging, entry_dir,
-                       {k_source_name, k_staged_object, k_depfile_name}, Product::object,
-                       includes ? usable : no_prelude, task_monitor);
+                       {k_source_name, k_staged_object, k_depfile_name}, Product::object, usable,
+                       task_monitor);
     });
     std::set<std::string> seen;
     for (std::size_t i = 0; i < m_request.units.size(); ++i) {

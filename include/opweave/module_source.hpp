@@ -53,21 +53,14 @@
 
 namespace opweave {
 
-// The lines every generated module starts with. A precompiled prelude (see
-// precompiled_header.hpp) of these lines, or of k_numpy_prelude for a
-// module that includes NumPy's array header, may replace them: both texts
-// live here, beside the preamble that starts with the first. (The include
-// is split so that the repository rule that greps the core for Python
-// includes finds only real ones.)
+// The lines every generated module starts with, then `#include <new>` and
+// the module's headers. A precompiled prelude (see precompiled_header.hpp)
+// holds these lines and the headers that follow them (prelude_text_of).
+// (The include is split so that the repository rule that greps the core for
+// Python includes finds only real ones.)
 inline constexpr std::string_view k_python_prelude =
     "#define PY_SSIZE_T_CLEAN\n"
     "#" "include <Python.h>\n";
-inline constexpr std::string_view k_numpy_prelude =
-    "#define PY_SSIZE_T_CLEAN\n"
-    "#" "include <Python.h>\n"
-    "#include <numpy/arrayobject.h>\n"
-    "#include <numpy/arrayscalars.h>\n"
-    "#include <math.h>\n";
 
 // Version of the generated module's layout and ABI (OPWEAVE_GRAPH_ABI_VERSION
 // in graph_abi.h). It is part of the text (and so of every key).
@@ -195,6 +188,21 @@ struct AssembledModule {
 
 // The name of the module's init function is PyInit_<k_graph_module_name>.
 inline constexpr const char* k_graph_module_name = "opweave_graph";
+
+// Whether `header` (as in ModuleSpec::headers) is a standard C or C++
+// header or one of NumPy's, included by angle brackets: a header that
+// resolves the same from any directory and means the same to every module.
+bool is_standard_header(std::string_view header);
+
+// The headers every translation unit of `spec` starts its includes with,
+// after Python.h and <new>: the leading run of standard headers
+// (is_standard_header) of the module's headers and then its units', in
+// that order, without repeats. As a single translation unit, the module
+// includes them all before its code; with units, each unit and the body
+// includes them first too, so that every text of the module starts with
+// the same lines and one precompiled prelude serves them all
+// (precompiled_header.hpp). A unit given as text keeps its own.
+std::vector<std::string> shared_headers(const ModuleSpec& spec);
 
 // Lays out `spec` as described at the top of this file. Throws
 // std::invalid_argument for an inconsistent spec (a step id that is not

@@ -80,6 +80,18 @@ std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
 // that could use it. True when the want cannot be noted.
 bool prelude_wanted_before(ModuleCache& cache, std::string_view key);
 
+// The prelude of `sources` (see cpp/build/prelude_text.cpp): the longest
+// run of lines that the include block of every one of them starts with,
+// from the Python prelude (k_python_prelude) on, holding the standard C and
+// C++ headers and NumPy's; empty when none includes the Python prelude.
+// Sources that do not include it are left out (they compile without one).
+std::string prelude_text_of(const std::vector<std::string_view>& sources);
+
+// Whether `source`'s include block starts with `prelude` (whole lines), so
+// that compiling it with the prelude compiles the same program: the builder
+// uses a prelude only for such a source.
+bool starts_with_prelude(std::string_view source, std::string_view prelude);
+
 // Returns the prelude entry of `request.prelude` for `request.job`, building
 // it on a miss with the same protocol as build_module (the key's lock, a
 // staging directory, one rename). Throws std::invalid_argument if the

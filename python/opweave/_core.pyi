@@ -16,7 +16,7 @@ import collections.abc
 import os
 import pathlib
 import typing
-__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'NUMPY_PRELUDE', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'compile_jobs', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'unit_keys', 'values_digest', 'values_of', 'zstd_compress', 'zstd_decompress']
+__all__: list[str] = ['AssembledModule', 'AssembledUnit', 'BuiltModule', 'BuiltUnit', 'CACHE_FORMAT_VERSION', 'CacheCounters', 'CacheEvent', 'CacheResult', 'CacheStats', 'CellCall', 'CodeFragment', 'CodeOrigin', 'CompileJob', 'CompileSlot', 'Compiler', 'DEFAULT_LOCK_TIMEOUT', 'DebugInfo', 'DepWindow', 'Entry', 'EntryFile', 'FileLock', 'FileLockReuseError', 'Function', 'GRAPH_LAYOUT_VERSION', 'GRAPH_MODULE_NAME', 'GraphExport', 'HeaderRecord', 'KeyHasher', 'LineRange', 'MODULE_LAYOUT_VERSION', 'ModuleCache', 'ModuleRequest', 'ModuleSpec', 'OptLevel', 'PYTHON_PRELUDE', 'PreludeRequest', 'PruneResult', 'RemoteStorage', 'Step', 'StepRunner', 'SystemCompiler', 'TranslationUnit', 'UnitSpec', 'VerifyProblem', 'VerifyReport', 'Watch', 'assemble_module', 'build_module', 'build_prelude', 'cancel_builds', 'code_started', 'compile_jobs', 'files_changed', 'filesystem_now_ns', 'find_compiler', 'headers_changed', 'namespace_digest', 'pause_dep_windows', 'prelude_key', 'prelude_text_of', 'record_files', 'request_key', 'same_values', 'sha256_hex', 'supports_prelude', 'take_values', 'unit_keys', 'values_digest', 'values_of', 'zstd_compress', 'zstd_decompress']
 class CodeOrigin(typing.NamedTuple):
     """
     Where a fragment of generated code came from: `what` ("node 0 MyOp c_code"),
@@ -1387,6 +1387,13 @@ def prelude_key(compiler: Compiler, job: CompileJob, header_text: str, extra: st
     """
     The cache key of the prelude `header_text` for modules compiled with `job`.
     """
+def prelude_text_of(sources: list[str]) -> str:
+    """
+    The prelude of `sources`: the lines every one that includes Python.h
+    starts its includes with (standard and NumPy headers only); empty when
+    none includes it. A source compiles with a prelude only when its includes
+    start with the prelude's text.
+    """
 def same_values(namespace: typing.Any, names: tuple[str, ...], values: tuple[typing.Any, ...]) -> bool:
     """
     Whether each of `names` of `namespace` still holds the very object of
@@ -1410,7 +1417,6 @@ CACHE_FORMAT_VERSION: int = 2
 DEFAULT_LOCK_TIMEOUT: float  # CacheOptions::lock_timeout_seconds
 GRAPH_LAYOUT_VERSION: int = 2
 GRAPH_MODULE_NAME: str = 'opweave_graph'
-NUMPY_PRELUDE: str  # include/opweave/module_source.hpp
 PYTHON_PRELUDE: str  # the first lines of every module
 MODULE_LAYOUT_VERSION: int = 2
 __version__: str  # include/opweave/version.hpp

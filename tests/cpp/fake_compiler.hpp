@@ -57,6 +57,8 @@ public:
     mutable std::vector<opweave::CompileJob> jobs;
     // The mode of each job: "-shared", "-x c++-header", "-c" or "link".
     mutable std::vector<std::string> modes;
+    // The text of each job's source as compiled (empty for a link).
+    mutable std::vector<std::string> sources;
     // Fails every compile whose source contains this text.
     std::string fail_with_source_text;
     mutable std::mutex mutex;
@@ -81,6 +83,7 @@ public:
             std::lock_guard<std::mutex> guard(mutex);
             jobs.push_back(job);
             modes.emplace_back("link");
+            sources.emplace_back();
         }
         std::ofstream out(job.output, std::ios::binary);
         out << output_content;
@@ -102,10 +105,13 @@ public:
 
 private:
     opweave::CompileResult run(const opweave::CompileJob& job, const std::string& mode) const {
+        std::ifstream source(job.source);
+        std::string text((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
         {
             std::lock_guard<std::mutex> guard(mutex);
             jobs.push_back(job);
             modes.push_back(mode);
+            sources.push_back(text);
         }
         std::vector<std::string> command = {m_identity.path, mode};
         command.insert(command.end(), job.flags.begin(), job.flags.end());
@@ -116,9 +122,6 @@ private:
             fails = fails || (!fail_with_unkeyed_flag.empty() && flag == fail_with_unkeyed_flag);
         }
         if (!fail_with_source_text.empty()) {
-            std::ifstream in(job.source);
-            const std::string text((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
             fails = fails || text.find(fail_with_source_text) != std::string::npos;
         }
         if (fails) {

@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 using opweave::AssembledModule;
 using opweave::CodeFragment;
@@ -344,4 +345,49 @@ OPWEAVE_TEST(bad_exports_are_rejected) {
     spec.exports.pop_back();
     spec.exports[0].definitions = {{{"x", 99}}};  // an origin out of range
     CHECK_THROWS_AS(opweave::assemble_module(spec), std::invalid_argument);
+}
+
+// The includes of a text: from the Python prelude to the first blank line.
+std::string includes_of(const std::string& text) {
+    const std::size_t from = at(text, std::string(opweave::k_python_prelude));
+    return text.substr(from, text.find("\n\n", from) + 1 - from);
+}
+
+// Every text of a module with units starts its includes with the module's
+// leading standard headers (a body of types' headers, units of ops' headers
+// included, in the one-unit order), so that one prelude serves them all.
+OPWEAVE_TEST(every_text_of_a_module_starts_with_its_shared_standard_headers) {
+    ModuleSpec spec = two_block_spec();
+    spec.headers = {"<math.h>", "<numpy/arrayobject.h>"};
+    opweave::UnitSpec ops;
+    ops.headers = {"<numpy/arrayobject.h>", "<vector>", "<algorithm>", "mine.h", "<map>"};
+    ops.definitions = {{{"int op_a_run() { return 1; }\n", 1}}};
+    opweave::UnitSpec shapes;
+    shapes.headers = {"<math.h>"};
+    shapes.definitions = {{{"int op_b_run() { return 2; }\n", 1}}};
+    spec.units = {ops, shapes};
+    const std::vector<std::string> shared = opweave::shared_headers(spec);
+    CHECK(shared == std::vector<std::string>({"<math.h>", "<numpy/arrayobject.h>", "<vector>",
+                                              "<algorithm>"}));
+    const AssembledModule module = opweave::assemble_module(spec);
+    const std::string start = std::string(opweave::k_python_prelude) +
+                              "#include <new>\n#include <math.h>\n#include <numpy/arrayobject.h>\n"
+                              "#include <vector>\n#include <algorithm>\n";
+    CHECK_EQ(includes_of(module.body.text), start);
+    CHECK_EQ(includes_of(module.units[0].text), start + "#include \"mine.h\"\n#include <map>\n");
+    CHECK_EQ(includes_of(module.units[1].text), start);
+    // A header that is not standard ends the run: what follows it stays in
+    // the texts that asked for it, where they asked.
+    spec.headers = {"<math.h>", "\"types.h\"", "<numpy/arrayobject.h>"};
+    CHECK(opweave::shared_headers(spec) == std::vector<std::string>({"<math.h>"}));
+    CHECK(opweave::is_standard_header("<numpy/npy_math.h>"));
+    CHECK(!opweave::is_standard_header("numpy/npy_math.h"));
+    CHECK(!opweave::is_standard_header("<numpy/../../etc/x.h>"));
+    CHECK(!opweave::is_standard_header("<cblas.h>"));
+    // Without units, the module's includes are its headers, as before.
+    spec.units.clear();
+    CHECK_EQ(includes_of(opweave::assemble_module(spec).text),
+             std::string(opweave::k_python_prelude) +
+                 "#include <new>\n#include <math.h>\n#include \"types.h\"\n"
+                 "#include <numpy/arrayobject.h>\n");
 }

@@ -20,6 +20,7 @@
 #include "opweave/errors.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
+#include "opweave/module_source.hpp"
 #include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
 #include "util/fs.hpp"
@@ -35,7 +36,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* k_prelude_text = "#include <vector>\n";
+// A prelude's text starts with the Python prelude, and only sources whose
+// includes start with it compile with it (prelude_text.cpp).
+const std::string k_prelude_text = std::string(k_python_prelude) + "#include <vector>\n";
 
 CompileJob base_job() {
     CompileJob job;
@@ -52,6 +55,7 @@ ModuleRequest request_for(const std::string& source, bool with_prelude = false) 
     request.extra = "abi";
     request.label = "TestOp";
     if (with_prelude) {
+        request.source = k_prelude_text + source;
         request.prelude = PreludeRequest{k_prelude_text, "abi"};
     }
     return request;

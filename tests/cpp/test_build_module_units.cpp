@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "opweave/errors.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
+#include "opweave/module_source.hpp"
 #include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
 
@@ -273,9 +275,7 @@ OPWEAVE_TEST(a_link_that_leaves_a_symbol_undefined_fails_and_names_it) {
 }
 
 // A units build reports a prelude not built yet (its build starts) before
-// its compiles when they leave a compile job free, else once they are done;
-// the module's own source compiles with the prelude only if it includes
-// something (the unit names of an assembled module include nothing).
+// its compiles when they leave a compile job free, else once they are done.
 OPWEAVE_TEST(a_missing_prelude_is_reported_when_the_units_leave_a_job_free_or_after_them) {
     for (const int jobs : {1, 8}) {
         TempDir dir;
@@ -286,7 +286,7 @@ OPWEAVE_TEST(a_missing_prelude_is_reported_when_the_units_leave_a_job_free_or_af
         WhenPreludeMissing monitor;
         monitor.compiler = &compiler;
         ModuleRequest request = request_with_units({"u0", "u1"});
-        request.prelude = PreludeRequest{"#include <vector>\n", "abi"};
+        request.prelude = PreludeRequest{std::string(k_python_prelude), "abi"};
         build_module(cache, compiler, request, &monitor);  // wanted once: not reported
         CHECK(monitor.compiles.empty());
         request.units = {{"u2", "unit u2"}, {"u3", "unit u3"}};
@@ -296,27 +296,44 @@ OPWEAVE_TEST(a_missing_prelude_is_reported_when_the_units_leave_a_job_free_or_af
         CHECK_EQ(monitor.compiles.size(), 1u);
         CHECK_EQ(monitor.compiles.at(0), jobs == 1 ? 3u : 0u);
     }
+}
+
+// A source compiles with the prelude only when its includes start with the
+// prelude's text: including it first is then exactly what the source does.
+// The unit names of an assembled module include nothing, and compile
+// without it; so does a unit that includes another header first.
+OPWEAVE_TEST(only_sources_whose_includes_start_with_the_prelude_compile_with_it) {
+    const std::string prelude = std::string(k_python_prelude) + "#include <vector>\n";
     TempDir dir;
     ModuleCache cache(cache_options(dir));
     FakeCompiler compiler(k_gcc_version);
-    ModuleRequest request = request_with_units({"u0"});
-    request.prelude = PreludeRequest{"#include <vector>\n", "abi"};
+    ModuleRequest request = request_with_units({prelude + "u0", "#include <a.h>\n" + prelude});
+    request.prelude = PreludeRequest{prelude, "abi"};
     CHECK(build_prelude(cache, compiler, request).outcome == Outcome::built);
-    for (const std::string& source : {std::string("names"), std::string("#include <a.h>\n")}) {
+    const std::map<std::string, bool> expected = {
+        {"names", false},
+        {prelude + "#include <algorithm>\nint x;", true},
+        {std::string(k_python_prelude) + "#include <algorithm>\n#include <vector>\n", false},
+    };
+    std::map<std::string, bool> seen_units;
+    for (const auto& [source, with_prelude] : expected) {
         request.source = source;
         compiler.jobs.clear();
+        compiler.sources.clear();
         build_module(cache, compiler, request);
-        std::size_t checked = 0;
-        for (const CompileJob& job : compiler.jobs) {
-            const bool own = job.source.filename() == "module.cpp";
+        for (std::size_t i = 0; i < compiler.jobs.size(); ++i) {
+            const CompileJob& job = compiler.jobs[i];
             const bool included =
                 std::find(job.unkeyed_flags.begin(), job.unkeyed_flags.end(), "-include") !=
                 job.unkeyed_flags.end();
-            if (job.source.filename() == "module.cpp" || job.source.filename() == "unit.cpp") {
-                CHECK_EQ(included, !own || source != "names");
-                ++checked;
+            if (job.source.filename() == "module.cpp") {
+                CHECK_EQ(included, with_prelude);
+            } else if (job.source.filename() == "unit.cpp") {
+                seen_units[compiler.sources[i]] = included;
             }
         }
-        CHECK_EQ(checked, source == "names" ? 2u : 1u);  // then the unit is a hit
     }
+    CHECK_EQ(seen_units.size(), 2u);  // each unit compiled once, then a hit
+    CHECK(seen_units[prelude + "u0"]);
+    CHECK(!seen_units["#include <a.h>\n" + prelude]);
 }

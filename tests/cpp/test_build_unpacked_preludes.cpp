@@ -15,6 +15,7 @@
 #include "fake_compiler.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
+#include "opweave/module_source.hpp"
 #include "opweave/precompiled_header.hpp"
 #include "temp_dir.hpp"
 #include "util/fs.hpp"
@@ -30,11 +31,12 @@ namespace {
 
 ModuleRequest request_for(const std::string& source) {
     ModuleRequest request;
-    request.source = source;
+    const std::string prelude = std::string(k_python_prelude) + "#include <vector>\n";
+    request.source = prelude + source;
     request.job.flags = {"-DX=1"};
     request.extra = "abi";
     request.label = "TestOp";
-    request.prelude = PreludeRequest{"#include <vector>\n", "abi"};
+    request.prelude = PreludeRequest{prelude, "abi"};
     return request;
 }
 

@@ -27,12 +27,10 @@ from opweave.link.c._context import CONTEXT
 
 _log = logging.getLogger("opweave")
 
-#: The prelude of modules that include NumPy's array header, and of the
-#: others: the lines every generated module starts with. The core owns both
-#: texts, beside the preamble that starts with them
-#: (include/opweave/module_source.hpp).
-NUMPY_PRELUDE: str = _core.NUMPY_PRELUDE
+#: The first lines of every generated module; a prelude starts with them.
 PYTHON_PRELUDE: str = _core.PYTHON_PRELUDE
+
+_NUMPY_INCLUDE = "#include <numpy/"
 
 # How long the interpreter waits at exit for prelude builds still running,
 # and for cancelled ones to return.
@@ -40,18 +38,24 @@ _EXIT_WAIT_SECONDS = 10.0
 _CANCELLED_WAIT_SECONDS = 5.0
 
 
-def choose(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest:
-    """NumPy's prelude for a module whose headers include NumPy's array
-    header (found through the job), else Python's. The NumPy prelude must not
-    make NumPy's names (some unprefixed macros such as DEPRECATE) visible to
-    a module that did not ask for them."""
-    names = {header.strip().strip('<>"') for header in headers}
-    if "numpy/arrayobject.h" in names:
+def choose(sources: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest | None:
+    """The prelude of the texts ``sources`` compiled with ``job``: the lines
+    the includes of every one of them start with (``_core.prelude_text_of``:
+    Python.h, then standard and NumPy headers), so that compiling a source
+    with it compiles the same program, and a module sees no name it did not
+    include. NumPy's headers stay out unless the job finds them in the
+    imported NumPy's include directory (the key holds that NumPy's ABI).
+    None when no source includes Python.h."""
+    text = _core.prelude_text_of(list(sources))
+    if not text:
+        return None
+    if _NUMPY_INCLUDE in text:
         import numpy
 
         if numpy.get_include() in job.include_dirs:
-            return _core.PreludeRequest(NUMPY_PRELUDE, f"{python_abi_key()};{numpy_abi_key()}")
-    return _core.PreludeRequest(PYTHON_PRELUDE, python_abi_key())
+            return _core.PreludeRequest(text, f"{python_abi_key()};{numpy_abi_key()}")
+        text = text[: text.index(_NUMPY_INCLUDE)]
+    return _core.PreludeRequest(text, python_abi_key())
 
 
 def starter(

@@ -35,16 +35,16 @@ def extension_job(
     return job
 
 
-def prelude_request(headers: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest | None:
-    """The prelude a module may use: NumPy's when its ``headers`` (as given to
-    the module assembler) include NumPy's array header and the job can find
-    it, else Python's; None when ``config.cmodule__precompiled_header`` is off.
-
-    Only for sources that start with ``#define PY_SSIZE_T_CLEAN`` and
-    ``#include <Python.h>``, as every generated module does."""
+def prelude_request(sources: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest | None:
+    """The prelude the texts ``sources`` (a module's own, its units' and its
+    body's) may compile with: the lines the includes of every one of them
+    start with (see :func:`opweave.link.c._prelude.choose`); None when
+    ``config.cmodule__precompiled_header`` is off or no source includes
+    Python.h as generated modules do (``#define PY_SSIZE_T_CLEAN``, then
+    ``#include <Python.h>``)."""
     if not config.cmodule__precompiled_header:
         return None
-    return _prelude.choose(headers, job)
+    return _prelude.choose(sources, job)
 
 
 def module_request(

@@ -45,7 +45,6 @@ from opweave.link.c._context import CONTEXT
 from opweave.link.c._requests import extension_job, module_request, prelude_request
 
 __all__ = [
-    "NUMPY_PRELUDE",
     "PYTHON_PRELUDE",
     "CompiledModule",
     "compile_extension",
@@ -67,7 +66,6 @@ __all__ = [
     "writable_cache_root",
 ]
 
-NUMPY_PRELUDE = _prelude.NUMPY_PRELUDE
 PYTHON_PRELUDE = _prelude.PYTHON_PRELUDE
 wait_for_prelude_builds = _prelude.wait_for_prelude_builds
 

@@ -306,7 +306,7 @@ class GraphBuild:
             job,
             key_extra(graph.objects),
             label=self.label(),
-            prelude=cmodule.prelude_request(spec.headers, job),
+            prelude=cmodule.prelude_request(_compiled_texts(assembled), job),
             units=[unit.text for unit in assembled.units],
             unit_exports=unit_exports,
             body=assembled.body.text,
@@ -396,3 +396,10 @@ def node_thunk(node: Apply) -> NodeThunk | None:
     run.function = function  # type: ignore[attr-defined]  # keeps it alive
     run.outcome = compiled.outcome  # type: ignore[attr-defined]
     return run
+
+
+def _compiled_texts(assembled: _core.AssembledModule) -> list[str]:
+    """The texts a build of ``assembled`` compiles: its own, its units' and
+    its body's (empty without units)."""
+    texts = [assembled.text, *(unit.text for unit in assembled.units)]
+    return [*texts, assembled.body.text] if assembled.units else texts

@@ -150,7 +150,9 @@ def test_a_short_process_leaves_the_prelude_for_the_next(isolated_cache: Path) -
     )
     assert result.returncode == 0, describe(result)
     headers = prelude_headers(isolated_cache)
-    assert [header.read_text() for header in headers] == [cmodule.PYTHON_PRELUDE]
+    assert [header.read_text() for header in headers] == [
+        f"{cmodule.PYTHON_PRELUDE}#include <new>\n"
+    ]
     assert list((isolated_cache / "v2" / "tmp").iterdir()) == []
 
 
