@@ -142,7 +142,7 @@ def test_info_and_list_describe_what_function_compiled(isolated_cache: Path) -> 
     graphs = [line for line in listing if " graph " in line]
     assert len(graphs) == 2 and all(g.endswith("VectorTimesVector") for g in graphs)
     [prelude] = [line for line in listing if " prelude " in line]
-    assert "precompiled Python.h numpy/arrayobject.h" in prelude
+    assert "precompiled Python.h new numpy/arrayobject.h" in prelude
 
 
 def test_the_console_script_is_installed_and_says_opweave() -> None:

@@ -12,7 +12,7 @@ from opweave.configparser import config
 from opweave.link.c import _prelude
 from opweave.link.c._abi_keys import covered_header_dirs, python_abi_key, python_paths
 
-__all__ = ["extension_job", "module_request", "prelude_request"]
+__all__ = ["compiled_texts", "extension_job", "module_request", "prelude_request"]
 
 
 def extension_job(
@@ -33,6 +33,13 @@ def extension_job(
     job.opt_level = opt_level
     job.debug_info = debug_info
     return job
+
+
+def compiled_texts(assembled: _core.AssembledModule) -> list[str]:
+    """The texts a build of ``assembled`` compiles: its own, its units' and
+    its body's (empty without units)."""
+    texts = [assembled.text, *(unit.text for unit in assembled.units)]
+    return [*texts, assembled.body.text] if assembled.units else texts
 
 
 def prelude_request(sources: Sequence[str], job: _core.CompileJob) -> _core.PreludeRequest | None:

@@ -44,6 +44,7 @@ from opweave.link.c._node_keys import (
 )
 from opweave.link.c._node_memo import computed_together
 from opweave.link.c._node_memo import node_code as _remembered_code
+from opweave.link.c._requests import compiled_texts
 from opweave.link.c._steps import can_run_in_c
 from opweave.link.c._unit_reuse import built_reusing, recipe_of
 from opweave.link.c.hooks import call_optional_hook
@@ -306,7 +307,7 @@ class GraphBuild:
             job,
             key_extra(graph.objects),
             label=self.label(),
-            prelude=cmodule.prelude_request(_compiled_texts(assembled), job),
+            prelude=cmodule.prelude_request(compiled_texts(assembled), job),
             units=[unit.text for unit in assembled.units],
             unit_exports=unit_exports,
             body=assembled.body.text,
@@ -397,9 +398,3 @@ def node_thunk(node: Apply) -> NodeThunk | None:
     run.outcome = compiled.outcome  # type: ignore[attr-defined]
     return run
 
-
-def _compiled_texts(assembled: _core.AssembledModule) -> list[str]:
-    """The texts a build of ``assembled`` compiles: its own, its units' and
-    its body's (empty without units)."""
-    texts = [assembled.text, *(unit.text for unit in assembled.units)]
-    return [*texts, assembled.body.text] if assembled.units else texts
