@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import logging
 import os
 import tarfile
 import time
@@ -53,12 +52,13 @@ from opweave._export_archive import (
     shown,
     walk,
 )
+from opweave._logs import get_logger
 from opweave.errors import CacheError
 from opweave.link.c import _entry_pack
 
 __all__ = ["ImportReport", "entry_limit", "export_cache", "import_cache"]
 
-_log = logging.getLogger("opweave")
+_log = get_logger("opweave")
 
 _DEFAULT_ENTRY_LIMIT = 256 << 20  # cache__remote_max_entry's default
 

@@ -1,11 +1,13 @@
 """What a fresh process pays to start: the stand-ins for standard modules
 whose import is heavy (``hashlib`` loads OpenSSL, ``shutil`` the compression
-modules, ``subprocess`` its own), and a fresh process's cache hit, which
-imports none of them (benchmarks/bench_fresh.py measures the time)."""
+modules, ``subprocess`` its own, ``logging`` threading and more), and a
+fresh process's cache hit, which imports none of them
+(benchmarks/bench_fresh.py measures the time)."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import sys
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 from support.helpers import describe, run_command
 
-from opweave import config
+from opweave import _logs, config
 from opweave._on_path import on_path
 from opweave._sha256 import Sha256, sha256_hex
 
@@ -60,7 +62,7 @@ opweave.config.compiledir = sys.argv[1]
 x, y = double("x"), double("y")
 f = opweave.function([x, y], add(x, y))
 assert f(2.0, 3.0) == 5.0
-heavy = ["hashlib", "shutil", "subprocess", "tempfile"]
+heavy = ["hashlib", "logging", "shutil", "subprocess", "tempfile"]
 found = [name for name in heavy if name in sys.modules and name not in before]
 # An inotify queue makes the process's exit slower (cpp/cache/header_watch.hpp).
 import os
@@ -84,3 +86,39 @@ def test_a_fresh_process_s_hit_imports_no_heavy_standard_module(isolated_cache: 
     hit = run_command(command, timeout=300)
     assert hit.returncode == 0, describe(hit)
     assert hit.stdout.strip() == "", describe(hit)
+
+
+def test_a_logger_emits_what_logging_s_would_with_the_caller_s_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = _logs.get_logger("opweave.test_logs")
+    with caplog.at_level(logging.INFO, logger="opweave.test_logs"):
+        log.debug("hidden %d", 1)
+        log.info("shown %d", 2)
+        line = sys._getframe().f_lineno - 1
+        log.log(_logs.WARNING, "warned %s", "x")
+        assert log.isEnabledFor(_logs.INFO) and not log.isEnabledFor(_logs.DEBUG)
+    records = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert records == [
+        ("opweave.test_logs", logging.INFO, "shown 2"),
+        ("opweave.test_logs", logging.WARNING, "warned x"),
+    ]
+    assert caplog.records[0].pathname == __file__ and caplog.records[0].lineno == line
+
+
+_NO_LOGGING = """
+import sys
+from opweave._logs import get_logger
+log = get_logger("opweave")
+log.info("dropped %d", 1)
+assert not log.isEnabledFor(20)
+assert "logging" not in sys.modules  # nobody could have configured a handler
+log.warning("shown %d", 2)  # logging's last resort: standard error
+assert "logging" in sys.modules
+"""
+
+
+def test_before_logging_is_imported_info_goes_nowhere_and_warnings_to_stderr() -> None:
+    result = run_command([sys.executable, "-c", _NO_LOGGING], timeout=120)
+    assert result.returncode == 0, describe(result)
+    assert result.stderr.strip() == "shown 2", describe(result)

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "opweave._import_time",
         "opweave._sha256",
         "opweave._on_path",
+        "opweave._logs",
     ),
     ("opweave._config_parse", "opweave._config_options"),
     ("opweave.configparser", "opweave.configdefaults"),

@@ -9,12 +9,12 @@ callable); the other modes wrap a Python loop over the nodes in the same type.
 from __future__ import annotations
 
 import copy
-import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave.compile.mode import Mode, get_mode
 from opweave.compile.rewrite import Prepared, prepare
 from opweave.graph.basic import Variable
@@ -25,7 +25,7 @@ from opweave.link.thunk import Linker
 
 __all__ = ["Function", "compile_profile", "describe_profile", "function"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 if TYPE_CHECKING:
     from opweave.compile._debug_node import NodeCheck

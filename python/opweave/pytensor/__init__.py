@@ -11,7 +11,6 @@ node, reusing compiled node code), and the mode ``"OPWEAVE"`` (PyTensor's
 
 from __future__ import annotations
 
-import logging
 import re
 import sys
 import warnings
@@ -32,6 +31,7 @@ from pytensor.graph.op import Op as _PtOp
 from pytensor.graph.utils import MethodNotDefined as _PtMethodNotDefined
 from pytensor.link.c.op import COp as _PtCOp
 
+from opweave._logs import get_logger
 from opweave.configparser import config as _ow_config
 from opweave.graph.perform import PERFORM, register_own_thunk
 from opweave.graph.utils import register_not_defined
@@ -42,7 +42,7 @@ from opweave.pytensor._ofg import TAG as _OFG_TAG
 
 __all__ = ["SUPPORTED_PYTENSOR", "OpweaveLinker", "check_version", "use"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 # The PyTensor versions opweave's CI runs PyTensor's graphs with (as the
 # extra opweave[pytensor] requires them).

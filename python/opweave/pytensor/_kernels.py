@@ -40,16 +40,16 @@ declines (:mod:`._advanced_kernels`) and ``Blockwise`` of ops with C code
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
+from opweave._logs import get_logger
 from opweave.link.c.kernels import register_kernel
 from opweave.pytensor._kernel_base import Kernel
 
 __all__ = ["Dot22Kernel", "GemvKernel", "register_all"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 
 # perform's arithmetic, through NumPy's C API: np.dot(A, x), then

@@ -8,16 +8,16 @@ attributes ``Function`` reads from a virtual machine: ``nodes``,
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave.link.thunk import Thunk
 
 __all__ = ["NodeCells", "ReleasingCell", "opweave_vm"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 
 class ReleasingCell(list):

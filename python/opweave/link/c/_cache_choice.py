@@ -5,18 +5,18 @@ setting, or a private temporary one when that cannot be used."""
 from __future__ import annotations
 
 import atexit
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave.configparser import config
 from opweave.errors import CacheError, OpweaveError
 from opweave.link.c._context import CONTEXT
 
 __all__ = ["get_module_cache", "private_cache", "writable_cache_root"]
 
-_log = logging.getLogger("opweave")
+_log = get_logger("opweave")
 
 
 def get_module_cache() -> _core.ModuleCache:

@@ -36,12 +36,12 @@ is no longer cached, and ``opweave cache clear`` all of them (:func:`sweep`).
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave._namedtuple import NamedTuple
 from opweave._sha256 import sha256_hex
 from opweave.configparser import config
@@ -56,7 +56,7 @@ from opweave.link.c._stable_text import Unstable, stable_text, stable_texts
 
 __all__ = ["Record", "index_name", "load", "orphans", "place", "read", "sweep", "write"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 _FORMAT = 3  # 2: with the dependency list; 3: an entry, with portable paths
 _KIND = "graph"  # the kind of a graph record's entry
 _FILE = "graph.json"

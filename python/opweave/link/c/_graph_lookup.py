@@ -8,12 +8,13 @@ compiled (:mod:`._dep_window`)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from opweave import _logs
+from opweave._logs import get_logger
 from opweave.link.c import _graph_index, _graph_memo, cmodule
 from opweave.link.c._dep_collect import collect
 from opweave.link.c._dep_window import Recording, recording
@@ -22,7 +23,7 @@ from opweave.link.c._key_diff import unlike_nearest
 
 __all__ = ["Compile", "compiled_graph"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 # Compiles the graph past the memos: (the graph, its module, the ops and
 # types that wrote its code); its recording, when one is open around it.
@@ -52,7 +53,7 @@ def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
         why = found[2].check_here()
         if not why and cmodule.still_current(found[1]):
             seconds = {"lookup": time.perf_counter() - start}
-            if _log.isEnabledFor(logging.DEBUG):  # a label costs a walk of the graph
+            if _log.isEnabledFor(_logs.DEBUG):  # a label costs a walk of the graph
                 _log.debug("%s: this process's memo (module %s)", linker.label(), found[1].key[:16])
             return found[0]._replace(outcome="hit", seconds=seconds)
         missed = f"memo not used: {why}" if why else "memo not used: its module went stale"
@@ -65,7 +66,7 @@ def compiled_graph(linker: Any, compile_graph: Compile) -> CompiledGraph:
     )
     if not isinstance(indexed, str):
         graph, module, dependencies = indexed
-        if _log.isEnabledFor(logging.DEBUG):  # a hit stays quiet at INFO
+        if _log.isEnabledFor(_logs.DEBUG):  # a hit stays quiet at INFO
             name = place[1][:16] if place is not None else ""
             _log.debug("%s: graph record %s (module %s)", linker.label(), name, module.key[:16])
     else:
@@ -95,7 +96,7 @@ def _explain(linker: Any, graph: CompiledGraph, why: str) -> None:
     the module cache did then (``hit``: the entry was there); a module
     compiled names the key fields in which it differs from the module of
     the same ops nearest to it (:func:`._key_diff.unlike_nearest`)."""
-    if not _log.isEnabledFor(logging.INFO):
+    if not _log.isEnabledFor(_logs.INFO):
         return
     key = Path(graph.library).parent.name
     unlike = unlike_nearest(cmodule.get_module_cache, key) if graph.outcome == "built" else ""

@@ -20,13 +20,13 @@ record with another line is ignored (and replaced).
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave._sha256 import sha256_hex
 from opweave.configparser import config
 from opweave.errors import OpweaveError
@@ -34,7 +34,7 @@ from opweave.link.c._cache_choice import get_module_cache
 
 __all__ = ["expand_native", "march_flags"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 _CPUINFO = "/proc/cpuinfo"
 _MEMO_FORMAT = 4  # a flag per line, kept as a cache record (4: clang's flags checked)
 _RECORD_KIND = "march"

@@ -15,17 +15,17 @@ killed at once.
 from __future__ import annotations
 
 import atexit
-import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave.link.c._abi_keys import numpy_abi_key, python_abi_key
 from opweave.link.c._context import CONTEXT
 
-_log = logging.getLogger("opweave")
+_log = get_logger("opweave")
 
 #: The first lines of every generated module; a prelude starts with them.
 PYTHON_PRELUDE: str = _core.PYTHON_PRELUDE

@@ -26,10 +26,10 @@ Steps (compiled graphs and ``perform`` thunks) run in C, in a
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from opweave._logs import get_logger
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, is_constant
 from opweave.graph.fg import FunctionGraph
@@ -43,7 +43,7 @@ from opweave.link.c._steps import can_run_in_c, compiled_part, neither_way, part
 from opweave.link.c.service import GraphBuild, node_code, node_thunk
 from opweave.link.c.spec import MissingCCode
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 __all__ = ["any_thunk", "node_codes", "region_steps", "reused_steps"]
 

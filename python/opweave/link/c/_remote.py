@@ -40,11 +40,11 @@ anew when it needs the server.
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from urllib.parse import unquote, urlsplit
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave.configparser import config
 from opweave.errors import CacheError
 from opweave.link.c import _entry_pack, _resp
@@ -52,7 +52,7 @@ from opweave.link.c._context import CONTEXT
 
 __all__ = ["RedisStorage", "fetch_entry", "remote_name", "shown_url", "storage", "store_entry"]
 
-_log = logging.getLogger("opweave")
+_log = get_logger("opweave")
 
 _PURPOSE = "remote entry"
 _RETRY_SECONDS = 60.0

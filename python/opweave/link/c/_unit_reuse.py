@@ -38,12 +38,12 @@ a reused unit and a new one), the graph is compiled from its own units
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave._sha256 import sha256_hex
 from opweave.errors import CompileError, OpweaveError
 from opweave.link.c._cache_choice import get_module_cache
@@ -55,7 +55,7 @@ __all__ = ["UnitPlan", "built_reusing", "recipe_of", "reused_units", "struct_key
 
 T = TypeVar("T")
 
-_log = logging.getLogger("opweave.link.c")
+_log = get_logger("opweave.link.c")
 
 _INIT = re.compile(r"^PyObject\* (opweave_unit_init_[0-9a-f]{16})\(void\) \{$", re.MULTILINE)
 # The line of a unit's text that names what it holds (UnitPlan.spec_of).

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave._namedtuple import NamedTuple
 from opweave.configparser import config
 from opweave.errors import CacheError, LockTimeout, OpweaveError
@@ -69,7 +69,7 @@ __all__ = [
 PYTHON_PRELUDE = _prelude.PYTHON_PRELUDE
 wait_for_prelude_builds = _prelude.wait_for_prelude_builds
 
-log = logging.getLogger("opweave")
+log = get_logger("opweave")
 
 
 class CompiledModule(NamedTuple):

@@ -16,11 +16,12 @@ and keys all see the same code.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
+from opweave import _logs
+from opweave._logs import get_logger
 from opweave.link.c._context import CONTEXT
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
     "unregister_kernel",
 ]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 Provider = Callable[[Any], Any]
 
@@ -86,7 +87,7 @@ def _log_declined(node: Any) -> None:
     node then runs ``perform``, DEBUG where the op's own C code runs. It
     runs on cache hits too: nothing is done when the line would not show."""
     own_c = callable(getattr(node.op, "c_code", None))
-    level = logging.DEBUG if own_c else logging.INFO
+    level = _logs.DEBUG if own_c else _logs.INFO
     if not _log.isEnabledFor(level):
         return
     key: Any = (node.op, tuple(v.type for v in node.inputs))

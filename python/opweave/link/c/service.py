@@ -16,12 +16,12 @@ modules.
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from opweave import _core
+from opweave._logs import get_logger
 from opweave.errors import CompileError
 from opweave.graph.basic import Apply, Variable, graph_variables, is_constant
 from opweave.graph.destroy import ordered_nodes
@@ -55,7 +55,7 @@ from opweave.link.thunk import bind_graph
 
 __all__ = ["GraphBuild", "node_code", "node_thunk"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 # How many op names a module's label shows.
 _LABEL_OPS = 6
@@ -397,4 +397,3 @@ def node_thunk(node: Apply) -> NodeThunk | None:
     run.function = function  # type: ignore[attr-defined]  # keeps it alive
     run.outcome = compiled.outcome  # type: ignore[attr-defined]
     return run
-
