@@ -1,8 +1,10 @@
 // opweave core: precompiled preludes, cache entries that make modules compile
 // faster.
 //
-// A prelude is a header holding the includes that start generated modules
-// (Python.h, NumPy's headers). Compiled once into a GCC precompiled header, it
+// A prelude is a header holding the lines generated modules' includes start
+// with (Python.h, <new>, then their standard and NumPy headers: exactly a
+// prefix of each source compiled with it; see prelude_text_of and
+// starts_with_prelude below). Compiled once into a GCC precompiled header, it
 // turns the ~0.2 s a module spends parsing those headers into a load of a few
 // milliseconds. A prelude is a module cache entry of its own:
 //
@@ -20,8 +22,8 @@
 // changes how the header compiles (flags, include dirs, optimisation, debug
 // info) and caller material (the Python and NumPy ABIs). A module uses it
 // through CompileJob::unkeyed_flags (`-include <entry>/opweave_prelude.h`),
-// which no module key covers: including a header that the module includes
-// first anyway changes how fast it compiles, not what it compiles to. GCC
+// which no module key covers: including first the very lines the module
+// starts with changes how fast it compiles, not what it compiles to. GCC
 // uses `<header>.gch` beside an -include'd header when it was built with
 // compatible flags, and otherwise reads the header text, with the same
 // result. build_module() decides when to use one (module_builder.hpp).
