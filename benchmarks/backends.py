@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
 from types import SimpleNamespace
 
 # The interpreter the comparisons run PyTensor with (PyTensor 3.3.7 in its own
@@ -40,6 +39,6 @@ def pytensor_python(given: str | None) -> tuple[str | None, str]:
             f"PyTensor skipped: set {PYTENSOR_PYTHON_VARIABLE} (or pass --pytensor-python) "
             "to an interpreter with pytensor installed"
         )
-    if not Path(python).exists():
+    if not os.path.exists(python):
         return None, f"PyTensor skipped: {python} does not exist"
     return python, ""

@@ -192,8 +192,11 @@ void init_records(py::module_& m) {
         .def_readonly("exports", &Entry::exports,
                       "The node keys whose functions the entry exports (find_export finds\n"
                       "it by them); empty for entries without any.")
-        .def("file_ending", &Entry::file_ending, py::arg("suffix"),
-             "The path of the first file whose name ends with `suffix`, or an empty path.");
+        .def(
+            "file_ending",
+            [](const Entry& e, std::string_view suffix) { return path_text(e.file_ending(suffix)); },
+            py::arg("suffix"),
+            "The path (a str) of the first file whose name ends with `suffix`, or ''.");
     py::class_<CacheEvent>(m, "CacheEvent",
                            "Something the cache did besides building, and why.\n"
                            "kind: 'quarantined', 'repaired', 'stale', 'unusable' (an entry of a\n"

@@ -55,7 +55,9 @@ py::dict result_to_dict(const CompileResult& result) {
 }
 
 void init_system_compiler(py::module_& m) {
-    m.def("find_compiler", &find_compiler, py::arg("cxx") = "",
+    m.def(
+        "find_compiler", [](const std::string& cxx) { return path_text(find_compiler(cxx)); },
+        py::arg("cxx") = "",
           "The absolute path of the C++ compiler: `cxx`, else $CXX, else the\n"
           "first of c++, g++, clang++ on PATH. Raises OpweaveError if none.");
 
@@ -190,6 +192,12 @@ void init_request(py::module_& m) {
         .def_readonly("dir", &BuiltModule::dir)
         .def_readonly("library", &BuiltModule::library)
         .def_readonly("source", &BuiltModule::source)
+        .def_property_readonly(
+            "library_file", [](const BuiltModule& b) { return path_text(b.library); },
+            "`library` as a str (what a cache hit uses: no pathlib.Path made).")
+        .def_property_readonly(
+            "source_file", [](const BuiltModule& b) { return path_text(b.source); },
+            "`source` as a str.")
         .def_property_readonly("outcome",
                                [](const BuiltModule& b) { return outcome_name(b.outcome); })
         .def_readonly("compile_seconds", &BuiltModule::compile_seconds)

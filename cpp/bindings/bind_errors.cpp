@@ -21,6 +21,16 @@ void raise(const py::object& exception) {
 
 }  // namespace
 
+py::str path_text(const std::filesystem::path& path) {
+    const std::string& value = path.native();
+    PyObject* decoded =
+        PyUnicode_DecodeFSDefaultAndSize(value.data(), static_cast<Py_ssize_t>(value.size()));
+    if (decoded == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::str>(decoded);
+}
+
 py::str text(const std::string& value) {
     PyObject* decoded = PyUnicode_DecodeUTF8(value.data(), static_cast<Py_ssize_t>(value.size()),
                                              "replace");

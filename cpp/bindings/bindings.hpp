@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ const char* outcome_name(Outcome outcome);
 // non-UTF-8 locale, bytes from a source file): bad bytes become U+FFFD
 // instead of raising UnicodeDecodeError.
 pybind11::str text(const std::string& value);
+
+// A path as Python's os.fsdecode() gives it (undecodable bytes kept as
+// surrogates, so the str names the same file): for paths a cache hit
+// reads, where a pathlib.Path would make pybind11 import pathlib.
+pybind11::str path_text(const std::filesystem::path& path);
 
 // The same for each element of a list of strings.
 pybind11::list text_list(const std::vector<std::string>& values);

@@ -7,7 +7,6 @@ no compiler is probed until a function needs it.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 # First of opweave's modules: when the modules imported after it were read.
@@ -16,6 +15,8 @@ from opweave.configparser import config
 from opweave.errors import CacheError, CompileError, LockTimeout, OpweaveError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     # What __getattr__ below loads on first use, as type checkers and editors
     # see it; nothing here is imported at run time.
     from opweave import compile as compile
@@ -93,6 +94,8 @@ def _install_dir() -> Path:
     In an editable install the Python sources and the compiled files live in
     different places; the compiled extension marks the installed side.
     """
+    from pathlib import Path  # only for the CMake and include paths
+
     from opweave import _core
 
     return Path(_core.__file__).resolve().parent

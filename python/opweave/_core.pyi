@@ -408,9 +408,9 @@ class Entry:
     """
     A published cache entry, as its metadata describes it.
     """
-    def file_ending(self, suffix: str) -> pathlib.Path:
+    def file_ending(self, suffix: str) -> str:
         """
-        The path of the first file whose name ends with `suffix`, or an empty path.
+        The path (a str) of the first file whose name ends with `suffix`, or ''.
         """
     @property
     def command(self) -> str:
@@ -1111,11 +1111,21 @@ class BuiltModule:
     def library(self) -> pathlib.Path:
         ...
     @property
+    def library_file(self) -> str:
+        """
+        `library` as a str (what a cache hit uses: no pathlib.Path made).
+        """
+    @property
     def outcome(self) -> str:
         ...
     @property
     def source(self) -> pathlib.Path:
         ...
+    @property
+    def source_file(self) -> str:
+        """
+        `source` as a str.
+        """
     @property
     def units(self) -> list[BuiltUnit]:
         """
@@ -1334,7 +1344,7 @@ def filesystem_now_ns() -> int:
     """
     The filesystem clock now, in ns since the epoch (for record_files).
     """
-def find_compiler(cxx: str = '') -> pathlib.Path:
+def find_compiler(cxx: str = '') -> str:
     """
     The absolute path of the C++ compiler: `cxx`, else $CXX, else the
     first of c++, g++, clang++ on PATH. Raises OpweaveError if none.

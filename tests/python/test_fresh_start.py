@@ -1,6 +1,7 @@
 """What a fresh process pays to start: the stand-ins for standard modules
 whose import is heavy (``hashlib`` loads OpenSSL, ``shutil`` the compression
-modules, ``subprocess`` its own, ``logging`` threading and more), and a
+modules, ``subprocess`` its own, ``logging`` threading and more, ``pathlib``
+urllib and ipaddress), and a
 fresh process's cache hit, which imports none of them
 (benchmarks/bench_fresh.py measures the time)."""
 
@@ -62,7 +63,7 @@ opweave.config.compiledir = sys.argv[1]
 x, y = double("x"), double("y")
 f = opweave.function([x, y], add(x, y))
 assert f(2.0, 3.0) == 5.0
-heavy = ["hashlib", "logging", "shutil", "subprocess", "tempfile"]
+heavy = ["hashlib", "logging", "pathlib", "shutil", "subprocess", "tempfile"]
 found = [name for name in heavy if name in sys.modules and name not in before]
 # An inotify queue makes the process's exit slower (cpp/cache/header_watch.hpp).
 import os

@@ -5,14 +5,18 @@ setting, or a private temporary one when that cannot be used."""
 from __future__ import annotations
 
 import atexit
+import os
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opweave import _core
 from opweave._logs import get_logger
 from opweave.configparser import config
 from opweave.errors import CacheError, OpweaveError
 from opweave.link.c._context import CONTEXT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["get_module_cache", "private_cache", "writable_cache_root"]
 
@@ -80,12 +84,12 @@ def _writable_root(read_only_root: str) -> str:
     """Where builds go when ``read_only_root`` is read-only: the user's
     default cache, unless that is the read-only root itself."""
     try:
-        default = Path(_core.ModuleCache.default_root())
+        default = str(_core.ModuleCache.default_root())
     except CacheError:
         return str(private_cache().root)
-    if default.resolve() == Path(read_only_root).resolve():
+    if os.path.realpath(default) == os.path.realpath(read_only_root):
         return str(private_cache().root)
-    return str(default)
+    return default
 
 
 def writable_cache_root() -> Path | None:
@@ -96,7 +100,11 @@ def writable_cache_root() -> Path | None:
         cache = get_module_cache()
     except OpweaveError:
         return None
-    return None if cache.read_only else Path(cache.root)
+    if cache.read_only:
+        return None
+    from pathlib import Path  # not on a hit's path
+
+    return Path(cache.root)
 
 
 def private_cache() -> _core.ModuleCache:

@@ -4,8 +4,8 @@ modules depend on."""
 
 from __future__ import annotations
 
+import os
 import sysconfig
-from pathlib import Path
 
 from opweave import _core
 from opweave._on_path import on_path
@@ -58,8 +58,8 @@ def _launcher(launcher: str) -> str:
     first, _, rest = launcher.strip().partition(" ")
     if not first or "/" in first or on_path(first) is not None:
         return launcher
-    beside = Path(sysconfig.get_path("scripts")) / first
-    if on_path(str(beside)) is None:
+    beside = os.path.join(sysconfig.get_path("scripts"), first)
+    if on_path(beside) is None:
         return launcher  # the core names the missing launcher
     return f"{beside} {rest}".strip()
 

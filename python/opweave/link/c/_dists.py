@@ -22,7 +22,6 @@ import os
 import re
 import sys
 import sysconfig
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -117,8 +116,8 @@ def _root_map(root: str) -> dict[str, Dist]:
             pass
     found: dict[str, Dist] = {}
     for info in infos:
-        dist = _dist(Path(root, info))
-        for top in _top_levels(Path(root, info)):
+        dist = _dist(os.path.join(root, info))
+        for top in _top_levels(os.path.join(root, info)):
             found.setdefault(top, dist)
     if cache is not None:
         cache.write_record(_RECORD_KIND, name, json.dumps(found).encode())
@@ -135,13 +134,18 @@ def _cache() -> Any:
         return None
 
 
-def _dist(info: Path) -> Dist:
-    stem = info.name.rsplit(".", 1)[0]
+def _dist(info: str) -> Dist:
+    stem = os.path.basename(info).rsplit(".", 1)[0]
     name, _, version = stem.partition("-")
-    record = info / "RECORD"
-    if not record.is_file():
-        record = info / "top_level.txt"
-    return Dist(name, version.partition("-")[0], str(record))
+    record = os.path.join(info, "RECORD")
+    if not os.path.isfile(record):
+        record = os.path.join(info, "top_level.txt")
+    return Dist(name, version.partition("-")[0], record)
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return file.read()
 
 
 # The top-level name of a RECORD line: its first path part, without a
@@ -149,15 +153,15 @@ def _dist(info: Path) -> Dist:
 _RECORD_TOP = re.compile(r"^([^/,.\n]+)[^/,\n]*(?:/|,)", re.MULTILINE)
 
 
-def _top_levels(info: Path) -> set[str]:
+def _top_levels(info: str) -> set[str]:
     try:
-        listed = (info / "top_level.txt").read_text().split()
+        listed = _read_text(os.path.join(info, "top_level.txt")).split()
     except OSError:
         listed = []
     if listed:
         return set(listed)
     try:
-        text = (info / "RECORD").read_text()
+        text = _read_text(os.path.join(info, "RECORD"))
     except OSError:
         return set()
     return {top for top in _RECORD_TOP.findall(text) if top.isidentifier() and top != "__pycache__"}

@@ -27,7 +27,7 @@ def remember_exports(compiled: CompiledModule) -> None:
     opweave.link.c._node_keys), so that :func:`load_exports` checks its
     entry rather than reading the index for each of them."""
     for key in [*getattr(compiled.module, EXPORTS, {}), compiled.key]:
-        CONTEXT.exports[key] = (compiled.key, str(compiled.library))
+        CONTEXT.exports[key] = (compiled.key, compiled.library_file)
 
 
 def load_exports(keys: Sequence[str]) -> dict[str, tuple[ModuleType, Any] | None]:

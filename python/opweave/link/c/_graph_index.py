@@ -164,8 +164,8 @@ def load(
     seconds = {"lookup": time.perf_counter() - start}
     graph = CompiledGraph(
         compiled.module,
-        str(compiled.library),
-        str(compiled.source),
+        compiled.library_file,
+        compiled.source_file,
         "hit",
         found,
         record.block_names,

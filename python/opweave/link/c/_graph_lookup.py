@@ -8,9 +8,9 @@ compiled (:mod:`._dep_window`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from opweave import _logs
@@ -98,7 +98,7 @@ def _explain(linker: Any, graph: CompiledGraph, why: str) -> None:
     the same ops nearest to it (:func:`._key_diff.unlike_nearest`)."""
     if not _log.isEnabledFor(_logs.INFO):
         return
-    key = Path(graph.library).parent.name
+    key = os.path.basename(os.path.dirname(graph.library))
     unlike = unlike_nearest(cmodule.get_module_cache, key) if graph.outcome == "built" else ""
     _log.info(
         "%s: ops asked for code (%s); module %s: %s%s",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from opweave import _core
@@ -56,7 +55,8 @@ def march_flags(compiler: Any) -> list[str]:
 def _cpu_signature() -> str:
     """What names this CPU: its model and feature lines."""
     try:
-        text = Path(_CPUINFO).read_text(errors="replace")
+        with open(_CPUINFO, errors="replace") as cpuinfo:
+            text = cpuinfo.read()
     except OSError:
         return os.uname().machine
     wanted = ("model name", "flags", "vendor_id", "cpu family", "model\t")

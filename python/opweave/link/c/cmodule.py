@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opweave import _core
 from opweave._logs import get_logger
@@ -43,6 +43,9 @@ from opweave.link.c._cache_choice import get_module_cache, private_cache, writab
 from opweave.link.c._compiler_choice import environment_fingerprint, get_compiler
 from opweave.link.c._context import CONTEXT
 from opweave.link.c._requests import extension_job, module_request, prelude_request
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "PYTHON_PRELUDE",
@@ -73,12 +76,14 @@ log = get_logger("opweave")
 
 
 class CompiledModule(NamedTuple):
-    """A compiled extension: the imported module and where it came from.
-    ``outcome`` is "hit", "built" or "built_by_other"."""
+    """A compiled extension: the imported module and where it came from
+    (``library`` and ``source``, paths; ``library_file`` and
+    ``source_file``, the same as text, which a hit uses: it does not import
+    :mod:`pathlib`). ``outcome`` is "hit", "built" or "built_by_other"."""
 
     module: ModuleType
-    library: Path
-    source: Path
+    library_file: str
+    source_file: str
     outcome: str
     key: str
     # Wall seconds: "lookup" (finding the entry, lock waits, verifying),
@@ -88,6 +93,20 @@ class CompiledModule(NamedTuple):
     units: tuple[tuple[str, float], ...] = ()
     # What it was loaded from (a BuiltModule or an Entry): still_current().
     origin: Any = None
+
+    @property
+    def library(self) -> Path:
+        """The shared library the module was imported from."""
+        from pathlib import Path
+
+        return Path(self.library_file)
+
+    @property
+    def source(self) -> Path:
+        """The source it was compiled from (as its cache entry keeps it)."""
+        from pathlib import Path
+
+        return Path(self.source_file)
 
 
 def load_extension(library: str | Path, name: str) -> ModuleType:
@@ -143,17 +162,19 @@ def _load_module(
     cache, built = _build(request, compiler)
     loading = time.perf_counter()
     try:
-        module = _import(built.library, name)
+        module = _import(built.library_file, name)
     except (ImportError, OSError) as error:
         # Verified, yet unloadable: replaced or evicted under us (then the
         # core leaves the new entry alone), or a file the checks cannot
         # judge. Set it aside and build once more; a second failure is the
         # module's own and is raised.
         log.warning("cache entry %s cannot be loaded (%s); rebuilding it", built.dir, error)
-        cache.quarantine(built.key, f"cannot be loaded: {error}", built.library.name)
+        cache.quarantine(
+            built.key, f"cannot be loaded: {error}", os.path.basename(built.library_file)
+        )
         cache, built = _build(request, compiler, cache)
         loading = time.perf_counter()
-        module = _import(built.library, name)
+        module = _import(built.library_file, name)
     end = time.perf_counter()
     compiled = built.compile_seconds if built.outcome == "built" else 0.0
     seconds = {
@@ -163,7 +184,14 @@ def _load_module(
     }
     units = tuple((unit.outcome, unit.compile_seconds) for unit in built.units)
     return CompiledModule(
-        module, built.library, built.source, built.outcome, built.key, seconds, units, built
+        module,
+        built.library_file,
+        built.source_file,
+        built.outcome,
+        built.key,
+        seconds,
+        units,
+        built,
     )
 
 
@@ -269,9 +297,9 @@ def load_entry(key: str, name: str) -> CompiledModule | None:
     if module is None:
         return None
     cache.note_hit(entry.compile_seconds)  # the compile it saved
-    library = Path(entry.file_ending(".so"))
+    library = entry.file_ending(".so")
     seconds = {"lookup": loading - start, "compile": 0.0, "load": time.perf_counter() - loading}
-    source = Path(entry.dir) / "module.cpp"
+    source = os.path.join(os.path.dirname(library), "module.cpp")
     return CompiledModule(module, library, source, "hit", key, seconds, origin=entry)
 
 
@@ -296,17 +324,16 @@ def verified(find: Any, key: str) -> Any:
 def import_entry(cache: _core.ModuleCache, entry: Any, name: str) -> ModuleType | None:
     """The module ``name`` of the verified ``entry``, or None when its
     library cannot be loaded (then the entry is set aside)."""
-    library = Path(entry.file_ending(".so"))
+    library = entry.file_ending(".so")
     try:
         return _import(library, name)
     except (ImportError, OSError) as error:
         log.warning("cache entry %s cannot be loaded (%s); setting it aside", entry.dir, error)
-        cache.quarantine(entry.key, f"cannot be loaded: {error}", library.name)
+        cache.quarantine(entry.key, f"cannot be loaded: {error}", os.path.basename(library))
         return None
 
 
-def _import(library: Path, name: str) -> ModuleType:
-    path = str(library)
+def _import(path: str, name: str) -> ModuleType:
     module = CONTEXT.loaded_modules.get(path)
     if module is None:
         module = load_extension(path, name)

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from opweave.configparser import config
 from opweave.graph.op import Op
 from opweave.link.c import sections as _sections
 from opweave.link.c.interface import CLinkerOp
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["COp", "ExternalCOp"]
 
@@ -85,7 +88,9 @@ class ExternalCOp(COp):
     def __init__(
         self, func_files: str | Path | list[str | Path], func_name: str | None = None
     ) -> None:
-        if isinstance(func_files, (str, Path)):
+        from pathlib import Path  # an op of C files reads them as paths
+
+        if isinstance(func_files, (str, os.PathLike)):
             func_files = [func_files]
         if not func_files:
             raise ValueError(f"{type(self).__name__}: func_files names no C file")
@@ -113,6 +118,8 @@ class ExternalCOp(COp):
         """The folder of the file defining the (most derived) class: from its
         module, else from the code of one of its methods (for a module run
         with exec or loaded without sys.modules), else the working folder."""
+        from pathlib import Path
+
         try:
             return Path(inspect.getfile(cls)).resolve().parent
         except (TypeError, OSError):

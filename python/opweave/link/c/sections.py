@@ -17,13 +17,15 @@ module assembler restores its own numbering after it.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from opweave._namedtuple import NamedTuple
 from opweave._sha256 import sha256_hex
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "SECTION_TAGS",

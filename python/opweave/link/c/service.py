@@ -220,8 +220,8 @@ class GraphBuild:
         seconds = {"hooks": hooks - start, "assembly": assembly, **(compiled.seconds or {})}
         found = CompiledGraph(
             compiled.module,
-            str(compiled.library),
-            str(compiled.source),
+            compiled.library_file,
+            compiled.source_file,
             compiled.outcome,
             graph.orphans,
             graph.block_names,
