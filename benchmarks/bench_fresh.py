@@ -15,7 +15,14 @@ whose precompiled prelude is built, against running the compile command
 its cache entry records, by hand, in a scratch directory with the prelude
 staged as a build stages it (the bare compiler run).
 
-Usage: python benchmarks/bench_fresh.py [--repeat N]
+With --against PYTHON (another interpreter with another opweave, e.g. a
+baseline install): only opweave's share of a hit, for both interpreters in
+the same run, their fresh processes alternating (``import numpy``, then
+the hit, each interpreter in turn, --repeat rounds), each with a compile dir
+of its own; the machine's speed moves between runs, not between
+neighbouring processes.
+
+Usage: python benchmarks/bench_fresh.py [--repeat N] [--against PYTHON]
 """
 
 from __future__ import annotations
@@ -55,11 +62,29 @@ STEPS = {
 }
 
 
-def wall(code: str) -> float:
-    """Seconds of a fresh interpreter running ``code``."""
+def wall(code: str, python: str = sys.executable) -> float:
+    """Seconds of a fresh interpreter (``python``) running ``code``."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([python, "-c", code], check=True)
     return time.perf_counter() - start
+
+
+def alternating(pythons: list[str], repeat: int, scratch: str) -> dict[str, float]:
+    """Each interpreter's share of a hit (median hit minus median ``import
+    numpy``, seconds), their fresh processes alternating."""
+    hits = {
+        python: _GRAPH.format(here=str(HERE), cache=f"{scratch}/c{i}", k=1)
+        for i, python in enumerate(pythons)
+    }
+    for python, code in hits.items():
+        wall(code, python), wall(code, python)  # compiled, then a hit
+    numpy: dict[str, list[float]] = {python: [] for python in pythons}
+    hit: dict[str, list[float]] = {python: [] for python in pythons}
+    for _ in range(repeat):
+        for python in pythons:
+            numpy[python].append(wall("import numpy", python))
+            hit[python].append(wall(hits[python], python))
+    return {p: statistics.median(hit[p]) - statistics.median(numpy[p]) for p in pythons}
 
 
 def fresh_process(repeat: int, cache: str) -> dict[str, float]:
@@ -119,7 +144,16 @@ def one_op_cold(repeat: int, cache: str) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--against", help="another interpreter, alternated with this one")
     args = parser.parse_args()
+    if args.against:
+        with tempfile.TemporaryDirectory() as scratch:
+            shares = alternating([args.against, sys.executable], args.repeat, scratch)
+        print(f"opweave's own share of a hit (alternating, medians of {args.repeat}, ms):")
+        for python, share in shares.items():
+            print(f"  {share * 1e3:6.1f}  {python}")
+        print(f"load average: {os.getloadavg()[0]:.2f}")
+        return
     with tempfile.TemporaryDirectory() as scratch:
         cache = str(Path(scratch) / "cache")
         for k in (900, 901):  # the second module builds the prelude
