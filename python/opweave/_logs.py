@@ -70,7 +70,7 @@ class Logger:
 
     def _emit(self, level: int, msg: object, args: tuple[object, ...], kwargs: Any) -> None:
         target = self._target(level)
-        if target is not None and target.isEnabledFor(level):
+        if target is not None:  # its log() checks the level
             # The record names the caller of debug(), info()...: two frames up.
             kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 2
             target.log(level, msg, *args, **kwargs)

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from opweave import _logs
-from opweave._logs import get_logger
 from opweave.link.c import _graph_index, _graph_memo, cmodule
 from opweave.link.c._dep_collect import collect
 from opweave.link.c._dep_window import Recording, recording
@@ -23,7 +22,7 @@ from opweave.link.c._key_diff import unlike_nearest
 
 __all__ = ["Compile", "compiled_graph"]
 
-_log = get_logger(__name__)
+_log = _logs.get_logger(__name__)
 
 # Compiles the graph past the memos: (the graph, its module, the ops and
 # types that wrote its code); its recording, when one is open around it.

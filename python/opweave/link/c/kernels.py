@@ -21,7 +21,6 @@ from types import MappingProxyType
 from typing import Any
 
 from opweave import _logs
-from opweave._logs import get_logger
 from opweave.link.c._context import CONTEXT
 
 __all__ = [
@@ -32,7 +31,7 @@ __all__ = [
     "unregister_kernel",
 ]
 
-_log = get_logger(__name__)
+_log = _logs.get_logger(__name__)
 
 Provider = Callable[[Any], Any]
 
