@@ -15,7 +15,8 @@ is not a broadcast scalar has the output's size and the same memory order
 (all C- or all Fortran-contiguous): each broadcast scalar is read once,
 before the loop, and the others are indexed by one counter. The scalar op's
 code is the same, computed element by element in the same order, so values
-are bitwise equal to PyTensor's loop.
+are bitwise equal to PyTensor's loop; a ``Composite``'s switches compute
+only the arm they take (:mod:`._composite_code`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from opweave.pytensor._composite_code import composite_task
 from opweave.pytensor._kernel_base import NO_CARRIED_DEPENDENCES, OpCodeKernel
 
 __all__ = ["ElemwiseKernel", "elemwise_kernel"]
 
-_VERSION = 4
+_VERSION = 5
 # The shortest last axis the loop over rows takes.
 _MIN_COLUMNS = 16
 
@@ -124,13 +126,10 @@ class ElemwiseKernel(OpCodeKernel):
         """``if (flat) { one loop } else {`` and ``}``: PyTensor's strided
         loop goes between them."""
         op = self.op
-        task = op.scalar_op.c_code(
-            node.tag.fake_node,
-            name + "_scalar_",
-            [f"{s}_i" for s in inputs],
-            [f"{s}_i" for s in outputs],
-            dict(sub),
-        )
+        names = ([f"{s}_i" for s in inputs], [f"{s}_i" for s in outputs])
+        task = composite_task(op.scalar_op, name + "_scalar_", *names, dict(sub))
+        if task is None:
+            task = op.scalar_op.c_code(node.tag.fake_node, name + "_scalar_", *names, dict(sub))
         aliased = dict(op.inplace_pattern)
         # An output computed in place is its input's element (a reference).
         same = "".join(
