@@ -88,6 +88,11 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'opweave' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    # The names loaded on first use are listed too (dir() and completion).
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
+
+
 def _install_dir() -> Path:
     """The directory holding the compiled core and the installed C++ files.
 

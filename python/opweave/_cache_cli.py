@@ -171,11 +171,11 @@ def _transfer(args: argparse.Namespace) -> int:
     if args.file is None:
         raise SystemExit(f"opweave cache {args.action}: name the export file")
     cache = get_module_cache()
+    _show_warnings()
     if args.action == "export":
         count = _cache_transfer.export_cache(cache, args.file, environment, args.since)
         print(f"exported {count} entries of {cache.root} to {args.file} ({environment})")
         return 0
-    _show_warnings()
     report = _cache_transfer.import_cache(
         cache, args.file, environment, trust_unsigned=args.trust_unsigned
     )

@@ -93,8 +93,9 @@ def export_cache(cache: Any, path: str | Path, environment: str, since: float | 
     """Writes every entry of ``cache`` that verifies (and was used at or
     after ``since``, seconds since the epoch, when given), precompiled
     preludes excepted, to the export file ``path``, signed when a secret is
-    configured, with mode 0600. Returns how many. Raises CacheError when the
-    file cannot be written."""
+    configured (else one WARNING says that an import refuses it by default),
+    with mode 0600. Returns how many. Raises CacheError when the file cannot
+    be written."""
     secret = _entry_pack.configured_secret()
     packs = dict(_verified_packs(cache, since, entry_limit()))
     manifest = {
@@ -123,6 +124,12 @@ def export_cache(cache: Any, path: str | Path, environment: str, since: float | 
                 _add(archive, ENTRIES + key, data)
 
     _write_private(Path(path), write)
+    if not secret:
+        _log.warning(
+            "%s is not signed (cache__remote_secret is not set): `opweave cache import` "
+            "refuses it unless given --trust-unsigned",
+            path,
+        )
     return len(packs)
 
 

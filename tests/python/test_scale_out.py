@@ -313,13 +313,17 @@ def test_import_refuses_an_unsigned_or_altered_file_with_a_secret(tmp_path: Path
     a, b = tmp_path / "a", tmp_path / "b"
     machine(a, graph="scaled:4")
     unsigned, signed = tmp_path / "unsigned.tgz", tmp_path / "signed.tgz"
-    cli("export", str(unsigned), env=flags(compiledir=a))
+    exported = cli("export", str(unsigned), env=flags(compiledir=a))
+    # An unsigned export says, as it is written, that an import refuses it.
+    assert exported.returncode == 0 and "WARNING" in exported.stderr
+    assert "not signed" in exported.stderr and "--trust-unsigned" in exported.stderr
     secret = flags(compiledir=b, cache__remote_secret="team-secret")
-    cli(
+    signed_export = cli(
         "export",
         str(signed),
         env={**secret, **flags(compiledir=a, cache__remote_secret="team-secret")},
     )
+    assert signed_export.returncode == 0 and "not signed" not in signed_export.stderr
     refused = cli("import", str(unsigned), env=secret)
     assert refused.returncode != 0 and "not signed" in refused.stderr
     other = cli("import", str(signed), env=flags(compiledir=b, cache__remote_secret="other"))

@@ -110,6 +110,7 @@ class NodeCheck:
                 self.node,
                 hint=f"{name} made a value its type rejects",
                 specific_hint=str(error),
+                value_seen=False,
             ) from error
 
     def check_run(

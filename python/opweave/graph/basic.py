@@ -3,7 +3,7 @@ the walks over them (:func:`io_toposort`, :func:`graph_inputs`, ...)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 if TYPE_CHECKING:
@@ -67,6 +67,38 @@ class Variable:
         if name is not None:
             new.name = name
         return new
+
+
+# Python's operators on variables, each refused with one clear message:
+# opweave has no math library, so `x + y` would otherwise be a bare TypeError.
+_BINARY = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+    "rshift": ">>",
+}  # fmt: skip
+_UNARY = {"neg": "unary -", "pos": "unary +", "abs": "abs()", "invert": "~"}
+
+
+def _no_arithmetic(symbol: str) -> Callable[..., Any]:
+    """An operator method that raises TypeError naming ``symbol`` and what
+    to do instead."""
+
+    def refuse(self: Variable, *other: Any) -> Any:
+        raise TypeError(
+            f"opweave variables have no arithmetic ({symbol} on {self}): opweave compiles "
+            "the Ops you define and has no math library of its own. Apply an Op to the "
+            "variables (op(x, y)), or build the graph with PyTensor and compile it with "
+            'mode="OPWEAVE" after `import opweave.pytensor` (docs/pytensor-backend.md).'
+        )
+
+    return refuse
+
+
+for _name, _symbol in _BINARY.items():
+    for _method in (f"__{_name}__", f"__r{_name}__"):
+        setattr(Variable, _method, _no_arithmetic(_symbol))
+for _name, _symbol in _UNARY.items():
+    setattr(Variable, f"__{_name}__", _no_arithmetic(_symbol))
 
 
 class Constant(Variable):

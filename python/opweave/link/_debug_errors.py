@@ -136,14 +136,19 @@ class InvalidValueError(DebugModeError):
         client_node: Any = None,
         hint: str = "none",
         specific_hint: str = "none",
+        *,
+        value_seen: bool = True,
     ) -> None:
         self.r, self.v, self.client_node = r, v, client_node
         self.hint, self.specific_hint = hint, specific_hint
         node = getattr(r, "owner", None) or client_node
+        # A value the output type's C code refused never reaches Python:
+        # the reason above is all there is to show.
+        shown = _show(v) if value_seen else "not seen (refused in C, before it reached Python)"
         super().__init__(
             f"invalid value for {r} ({r.type}), from {describe_node(node)}: {hint}"
             + (f" ({specific_hint})" if specific_hint != "none" else "")
-            + f"\n  value: {_show(v)}"
+            + f"\n  value: {shown}"
         )
 
 

@@ -137,3 +137,13 @@ def test_clear_removes_the_records_and_sweep_what_killed_writers_left(tmp_path: 
     assert cache.read_record("graphs", NAME) == b"data"
     cache.clear()
     assert cache.record_names("graphs") == [] and cache.read_record("graphs", NAME) is None
+
+
+def test_the_second_user_is_the_system_user_the_readme_names(other_user: tuple[int, int]) -> None:
+    """README: run as root, the suite creates `opweave-other`, a system
+    user without a home or a login shell."""
+    import pwd
+
+    entry = pwd.getpwuid(other_user[0])
+    assert entry.pw_name == "opweave-other" and entry.pw_shell == "/usr/sbin/nologin"
+    assert not os.path.isdir(entry.pw_dir) or entry.pw_dir in ("/", "/nonexistent")

@@ -17,6 +17,7 @@ from opweave.graph.op import Op
 from opweave.graph.replace import clone_replace
 from opweave.link.basic import PerformLinker
 from opweave.scalar.basic import ScalarType, as_scalar
+from opweave.tensor import dvector
 from opweave.tensor.basic import as_tensor_variable, constant
 from opweave.tensor.shape import Shape_i
 from opweave.tensor.type import TensorType
@@ -91,3 +92,34 @@ def test_the_shape_rewrite_follows_foreign_shape_nodes() -> None:
     out = Same().make_node(m).outputs[0]
     dimension = _dimension(Graph([x], [out]), out, 0, 0)
     assert dimension is length or (dimension.owner and isinstance(dimension.owner.op, Shape_i))
+
+
+@pytest.mark.parametrize(
+    ("use", "symbol"),
+    [
+        (lambda x, y: x + y, "+"),
+        (lambda x, y: 2.0 * x, "*"),
+        (lambda x, y: np.float64(1.0) - x, "-"),
+        (lambda x, y: x @ y, "@"),
+        (lambda x, y: -x, "unary -"),
+        (lambda x, y: abs(y), "abs()"),
+    ],
+)
+def test_arithmetic_on_variables_says_what_to_do(use, symbol) -> None:
+    """opweave has no math library: an operator on its variables raises a
+    TypeError that names the operator and the two ways to compute it."""
+    x, y = dvector("x"), dvector("y")
+    with pytest.raises(TypeError) as caught:
+        use(x, y)
+    message = str(caught.value)
+    assert f"({symbol} on " in message
+    assert "Apply an Op" in message and 'mode="OPWEAVE"' in message
+
+
+def test_dir_lists_the_names_loaded_on_first_use() -> None:
+    import opweave
+
+    names = dir(opweave)
+    for name in ("function", "Op", "Apply", "Mode", "shared", "tensor", "config", "__version__"):
+        assert name in names
+    assert names == sorted(names)
