@@ -1,4 +1,5 @@
-"""Functions with shared variables, and pickled functions.
+"""Functions that wrap a compiled Function, and what a Function keeps of
+how it was made.
 
 A function whose graph reads shared variables is its compiled Function
 (whose inputs are the explicit inputs, then the shared variables) wrapped
@@ -6,21 +7,21 @@ in a Function that binds the caller's arguments, appends the shared
 values, and after a successful call writes the updates back.
 
 Every function made by :func:`opweave.function` keeps its
-:class:`FunctionRecipe`, which is what it pickles to: unpickling calls
-:func:`opweave.function` again (a cache hit when its module is there), with
-the shared variables pickled as they were, values included.
+:class:`FunctionRecipe`, which is what it pickles to (see
+:mod:`opweave.compile.function`, which owns ``function`` and so the
+pickling that calls it again). This module imports nothing of
+``function``'s: the dependency runs one way.
 """
 
 from __future__ import annotations
 
-import copyreg
 from typing import Any
 
 from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.link.callable import InputBinding
 
-__all__ = ["FunctionMaker", "FunctionRecipe", "stateful_function"]
+__all__ = ["FunctionMaker", "FunctionRecipe", "stateful_function", "wrapping_function"]
 
 
 class FunctionRecipe(NamedTuple):
@@ -65,35 +66,28 @@ def stateful_function(inner: Any, binding: InputBinding, args: Any) -> Any:
             variable.set_value(value, borrow=True)
         return results[0] if single else list(results[:n_outputs])
 
-    from opweave.compile.function import wrapping_function
-
     fn = wrapping_function(run, inner, unpack_single=False)
     fn.inner = inner
     return fn
 
 
-def _rebuild(recipe: FunctionRecipe) -> Any:
-    from opweave.compile.function import function
-
-    return function(
-        recipe.inputs,
-        recipe.outputs,
-        mode=recipe.mode,
-        name=recipe.name,
-        trust_input=recipe.trust_input,
-        allow_input_downcast=recipe.allow_input_downcast,
-        updates=recipe.updates,
-        on_unused_input="ignore",
-    )
+def wrapping_function(run: Any, inner: Any, unpack_single: bool) -> Any:
+    """A Function running ``run``, a Python wrapper around the Function
+    ``inner``, that shows ``inner``'s compiled module (source, library,
+    cache outcome, compile seconds and units, compiled parts)."""
+    fn = _core.Function(impl=run, unpack_single=unpack_single)
+    for attribute in _COMPILED_ATTRIBUTES:
+        if hasattr(inner, attribute):
+            setattr(fn, attribute, getattr(inner, attribute))
+    return fn
 
 
-def _reduce(fn: Any) -> tuple[Any, ...]:
-    recipe = getattr(fn, "recipe", None)
-    if recipe is None:
-        raise TypeError(
-            "cannot pickle this opweave Function: only functions made by opweave.function pickle"
-        )
-    return (_rebuild, (recipe,))
-
-
-copyreg.pickle(_core.Function, _reduce)
+_COMPILED_ATTRIBUTES = (
+    "source",
+    "library",
+    "cache_outcome",
+    "compile_seconds",
+    "compile_units",
+    "whole_because",
+    "compiled_parts",
+)

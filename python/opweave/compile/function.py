@@ -9,12 +9,19 @@ callable); the other modes wrap a Python loop over the nodes in the same type.
 from __future__ import annotations
 
 import copy
+import copyreg
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from opweave import _core
 from opweave._logs import get_logger
+from opweave.compile._stateful import (
+    FunctionMaker,
+    FunctionRecipe,
+    stateful_function,
+    wrapping_function,
+)
 from opweave.compile.mode import Mode, get_mode
 from opweave.compile.rewrite import Prepared, prepare
 from opweave.graph.basic import Variable
@@ -29,7 +36,6 @@ _log = get_logger(__name__)
 
 if TYPE_CHECKING:
     from opweave.compile._debug_node import NodeCheck
-    from opweave.compile._stateful import FunctionMaker, FunctionRecipe
 
     class Function(_core.Function):
         """What :func:`function` returns: an :class:`opweave._core.Function`
@@ -96,7 +102,6 @@ def function(
     # Here, not at the top: importing opweave stays cheap (shared variables
     # bring in the tensor types).
     from opweave.compile._function_args import function_args
-    from opweave.compile._stateful import stateful_function
 
     if kwargs:
         raise TypeError(f"function() got unexpected arguments: {', '.join(kwargs)}")
@@ -147,8 +152,6 @@ def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, Prepared, Mode]:
 def _describe(fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tuple) -> None:
     """Sets what a Function shows of how it was made (PyTensor's
     attributes, and the recipe that pickling replays)."""
-    from opweave.compile._stateful import FunctionMaker, FunctionRecipe
-
     inputs, mode, name, trust_input, allow_input_downcast = call
     fn.trust_input = trust_input
     fn.name = name
@@ -248,23 +251,29 @@ def _copied_arguments(
     return tuple(given), named
 
 
-def wrapping_function(run: Any, inner: Any, unpack_single: bool) -> Any:
-    """A Function running ``run``, a Python wrapper around the Function
-    ``inner``, that shows ``inner``'s compiled module (source, library,
-    cache outcome, compile seconds and units, compiled parts)."""
-    fn = _core.Function(impl=run, unpack_single=unpack_single)
-    for attribute in _COMPILED_ATTRIBUTES:
-        if hasattr(inner, attribute):
-            setattr(fn, attribute, getattr(inner, attribute))
-    return fn
+# Pickling: a Function made by function() pickles to its recipe, and
+# unpickling calls function() again (a cache hit when its module is there),
+# the shared variables pickled as they were, values included.
+def _rebuild(recipe: FunctionRecipe) -> Any:
+    return function(
+        recipe.inputs,
+        recipe.outputs,
+        mode=recipe.mode,
+        name=recipe.name,
+        trust_input=recipe.trust_input,
+        allow_input_downcast=recipe.allow_input_downcast,
+        updates=recipe.updates,
+        on_unused_input="ignore",
+    )
 
 
-_COMPILED_ATTRIBUTES = (
-    "source",
-    "library",
-    "cache_outcome",
-    "compile_seconds",
-    "compile_units",
-    "whole_because",
-    "compiled_parts",
-)
+def _reduce(fn: Any) -> tuple[Any, ...]:
+    recipe = getattr(fn, "recipe", None)
+    if recipe is None:
+        raise TypeError(
+            "cannot pickle this opweave Function: only functions made by opweave.function pickle"
+        )
+    return (_rebuild, (recipe,))
+
+
+copyreg.pickle(_core.Function, _reduce)

@@ -1,6 +1,14 @@
 """Running a graph step by step from Python: the loop of ``mode="py"``
-(every node runs ``perform``), of ``mode="c|py"`` (compiled regions and
-``perform`` for the nodes without C code) and of DebugMode.
+(every node runs ``perform``) and of DebugMode (each node run and checked
+by Python code).
+
+Why a second engine beside :class:`opweave._core.StepRunner`, the C loop of
+``mode="c|py"`` (:mod:`opweave.link.c._step_table`): the StepRunner's table
+calls compiled steps through their module's ABI, and is worth it where
+most steps are compiled. Here every step is a Python callable, so a loop in
+C would only call back into Python for each of them; DebugMode also
+replaces each step with its checking runs, which a compiled table cannot
+hold.
 
 The loop is unrolled: :class:`NodeRunner` writes a Python function that
 calls the steps one after the other, with each value in a local variable,
@@ -26,13 +34,13 @@ __all__ = ["NodeRunner", "Step", "node_steps"]
 
 
 class Step(NamedTuple):
-    """One step of a function run node by node: one node, or a compiled
-    region of several (``mode="c|py"``)."""
+    """One step of a function run node by node: one node (its ``perform``,
+    or DebugMode's checked runs of it)."""
 
     run: Callable[..., list[Any]]  # run(*input values) -> output values
     inputs: list[int]  # ids of the variables it reads
     outputs: list[int]  # ids of the variables it makes
-    label: str  # "node 3 (Op)", or "nodes 0-5 (C)"
+    label: str  # "node 3 (Op)"
     outcomes: list[Any]  # per node: the module's cache outcome, None for perform
     checks_inputs: bool  # True when compiled code checks (and converts) its inputs
     packed: bool = False  # True: run takes one sequence of values (run(values))

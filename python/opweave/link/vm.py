@@ -14,11 +14,11 @@ __all__ = ["VMLinker"]
 
 class VMLinker(OpWiseCLinker):
     """The per-node linker. PyTensor's options (``use_cloop``, ``lazy``,
-    ...) are accepted; the node loop is always the generated one of
-    ``mode="c|py"``, whose values between steps are fresh at every call;
-    with ``allow_gc`` (the default) each is released right after its last
-    reader. Each compiled region keeps its own storage, but that in
-    ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
+    ...) are accepted; the node loop is always the C one of ``mode="c|py"``
+    (:class:`opweave._core.StepRunner`, :mod:`opweave.link.c._step_table`);
+    with ``allow_gc`` (the default) each value between steps is released
+    right after its last reader. Each compiled region keeps its own
+    storage, but that in ``no_recycling`` (:class:`~opweave.link.thunk.Linker`)."""
 
     def __init__(
         self,

@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from opweave.link.c.params_type import ParamsType
 
 __all__ = ["Params", "mismatch"]
 
@@ -41,6 +38,14 @@ def _value_key(value: Any) -> Any:
         return ("unhashable", type(value).__module__, type(value).__qualname__)
 
 
+class ParamsType(Protocol):
+    """What a value needs of its :class:`~opweave.link.c.params_type.ParamsType`
+    (which imports this module): the sorted field names and their types."""
+
+    fields: tuple[str, ...]
+    types: tuple[Any, ...]
+
+
 class Params(dict):  # type: ignore[type-arg]
     """A value of a :class:`ParamsType`: an immutable dict of field name to
     value, whose fields are also attributes (``params.alpha``). Every field
@@ -51,9 +56,10 @@ class Params(dict):  # type: ignore[type-arg]
     their contents), computed once."""
 
     def __init__(self, params_type: ParamsType, /, **fields: Any) -> None:
-        from opweave.link.c.params_type import ParamsType  # which imports this module
-
-        if not isinstance(params_type, ParamsType):
+        # What a ParamsType is to its values: its sorted field names and their
+        # types (checked by shape, not class: params_type.py imports this module).
+        names, types = getattr(params_type, "fields", None), getattr(params_type, "types", None)
+        if not (isinstance(names, tuple) and isinstance(types, tuple)):
             raise TypeError(f"Params needs a ParamsType first, got {type(params_type).__name__}")
         missing = [f for f in params_type.fields if f not in fields]
         unknown = sorted(set(fields) - set(params_type.fields))

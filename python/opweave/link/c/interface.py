@@ -119,28 +119,22 @@ class CLinkerOp(CLinkerObject):
         code gets as ``sub["params"]``.
 
         Raises MethodNotDefined when ``params_type`` is None (the op has no
-        params). For a :class:`~opweave.link.c.params_type.ParamsType`, the
-        default takes every field from the op's attribute of that name
-        (AttributeError naming the missing ones). Any other ``params_type``
-        needs this method overridden (MethodNotDefined otherwise)."""
+        params). Otherwise the type makes the value (``params_type.params_of(op)``:
+        a :class:`~opweave.link.c.params_type.ParamsType` takes every field
+        from the op's attribute of that name, AttributeError naming the
+        missing ones). A params type without ``params_of`` needs this method
+        overridden (MethodNotDefined otherwise)."""
         params_type = self.params_type
         if params_type is None:
             raise MethodNotDefined(f"{type(self).__name__} has no params (params_type is None)")
-        # params_type imports the C types, which import this module.
-        from opweave.link.c.params_type import ParamsType
-
-        if not isinstance(params_type, ParamsType):
+        params_of = getattr(params_type, "params_of", None)
+        if params_of is None:
             raise MethodNotDefined(
-                f"{type(self).__name__}.params_type is a {type(params_type).__name__}, not a "
-                "ParamsType: override get_params(node) to return its value"
+                f"{type(self).__name__}.params_type is a {type(params_type).__name__}, which "
+                "cannot make a value from an op (no params_of, as ParamsType has): override "
+                "get_params(node) to return its value"
             )
-        missing = [field for field in params_type.fields if not hasattr(self, field)]
-        if missing:
-            raise AttributeError(
-                f"{type(self).__name__}: missing attributes ({', '.join(missing)}) for "
-                f"ParamsType {params_type}"
-            )
-        return params_type.get_params(self)
+        return params_of(self)
 
 
 class CLinkerType(CLinkerObject):

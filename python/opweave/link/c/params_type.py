@@ -168,6 +168,19 @@ class ParamsType(CType):
 
     # --- values ----------------------------------------------------------------
 
+    def params_of(self, op: Any) -> Params:
+        """The value of this type that ``op`` carries as its params (the
+        default ``get_params`` of an op asks its ``params_type``): each field
+        from the op's attribute of that name; AttributeError names the
+        attributes the op lacks."""
+        missing = [field for field in self.fields if not hasattr(op, field)]
+        if missing:
+            raise AttributeError(
+                f"{type(op).__name__}: missing attributes ({', '.join(missing)}) for "
+                f"ParamsType {self}"
+            )
+        return self.get_params(op)
+
     def get_params(self, *objects: Any, **values: Any) -> Params:
         """A :class:`Params` taking each field from the attribute of that name
         of the objects (a later object wins) or from ``values`` (which win

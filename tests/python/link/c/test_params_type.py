@@ -366,4 +366,25 @@ def test_default_get_params_reads_the_op_attributes() -> None:
         COp().get_params(None)
 
 
+def test_the_default_get_params_asks_the_params_type_for_the_value() -> None:
+    """Any params type that can make a value from an op (``params_of``) is
+    served by the default get_params; one that cannot names the fix."""
+
+    class Scale(COp):
+        params_type = generic
+        scale = 3
+
+    with pytest.raises(MethodNotDefined, match=r"override get_params\(node\)"):
+        Scale().get_params(None)
+
+    class FromOp(type(generic)):  # type: ignore[misc]
+        def params_of(self, op: object) -> object:
+            return ("made from", type(op).__name__)
+
+    class Custom(COp):
+        params_type = FromOp()
+
+    assert Custom().get_params(None) == ("made from", "Custom")
+
+
 # --- ops with params in compiled functions ------------------------------------------
