@@ -33,7 +33,7 @@ from opweave.pytensor._kernel_base import NO_CARRIED_DEPENDENCES, OpCodeKernel
 
 __all__ = ["CAReduceKernel", "careduce_kernel"]
 
-_VERSION = 1
+_VERSION = 2
 
 _BASE_PROPS = ("scalar_op", "axis", "dtype", "acc_dtype", "upcast_discrete_output")
 # The props of PyTensor 3.3's reductions this kernel was written for.
@@ -162,10 +162,51 @@ const npy_intp opw_as[{ndim}] = {{{acc_strides}}};
 {levels}\
 dtype_{x}* const opw_px0 = (dtype_{x}*)PyArray_DATA({x});
 dtype_{acc}* const opw_pa0 = opw_first;
+{_short_inner(x, acc, task) if ndim == 2 else ""}{{
 {opening}{_innermost(x, acc, ndim - 1, task)}{"}" * (ndim - 1)}
 }}
 }}
+}}
 """
+
+
+# The longest inner axis whose loop runs inside out (see _short_inner).
+_SHORT_ROW = 8
+
+
+def _short_inner(x: str, acc: str, task: str) -> str:
+    """``if (short inner axis) { ... } else `` for two axes, one reduced and
+    one kept, whose inner one is shorter than _SHORT_ROW (a ``(600, 2)``
+    reduced over either axis): the inner loop of two iterations cost more
+    than its folds. The loops run the other way round, in the same order
+    for each output element (the reduced index increasing), so values are
+    the same bits: over the outer axis, each output element is folded in a
+    local accumulator; over the inner one, every output element takes its
+    first fold, then its second, in a loop without carried dependence."""
+    return f"""if (opw_sa0 == 0 && opw_sa1 != 0 && opw_n1 < {_SHORT_ROW}) {{
+    for (npy_intp j = 0; j < opw_n1; ++j) {{
+        dtype_{acc} opw_local = opw_pa0[j * opw_sa1];
+        {{
+            dtype_{acc}& {acc}_i = opw_local;
+            const dtype_{x}* const opw_column = opw_px0 + j * opw_sx1;
+            for (npy_intp i = 0; i < opw_n0; ++i) {{
+                const dtype_{x}& {x}_i = opw_column[i * opw_sx0];
+                {task}
+            }}
+        }}
+        opw_pa0[j * opw_sa1] = opw_local;
+    }}
+}} else if (opw_sa1 == 0 && opw_sa0 != 0 && opw_n1 < {_SHORT_ROW}) {{
+    for (npy_intp j = 0; j < opw_n1; ++j) {{
+        const dtype_{x}* const opw_column = opw_px0 + j * opw_sx1;
+{NO_CARRIED_DEPENDENCES}\
+        for (npy_intp i = 0; i < opw_n0; ++i) {{
+            const dtype_{x}& {x}_i = opw_column[i * opw_sx0];
+            dtype_{acc}& {acc}_i = opw_pa0[i * opw_sa0];
+            {task}
+        }}
+    }}
+}} else """
 
 
 class CAReduceKernel(OpCodeKernel):
