@@ -198,30 +198,24 @@ if (!%(z)s) %(fail)s
 """
 
 
-def test_a_wrong_dtype_from_c_is_invalid_value_error():
-    op = COnlyOp("Float32FromC", FLOAT32_FROM_C)
-    with pytest.raises(InvalidValueError) as caught:
-        run(op, vector([1, 2]))
-    assert "c_code" in str(caught.value) and "float32" in str(caught.value)
-    # The value never reached Python: the message says so, not "None".
-    assert "value: not seen" in str(caught.value) and "value: None" not in str(caught.value)
-
-
 MATRIX_FROM_C = """
-{
-    npy_intp dims[2] = {1, PyArray_SIZE(%(x)s)};
-    Py_XDECREF(%(z)s);
-    %(z)s = (PyArrayObject*)PyArray_ZEROS(2, dims, NPY_FLOAT64, 0);
-    if (!%(z)s) %(fail)s
-}
+npy_intp dims[2] = {1, PyArray_SIZE(%(x)s)};
+Py_XDECREF(%(z)s);
+%(z)s = (PyArrayObject*)PyArray_ZEROS(2, dims, NPY_FLOAT64, 0);
+if (!%(z)s) %(fail)s
 """
 
 
-def test_a_wrong_ndim_from_c_is_invalid_value_error_naming_the_dimensions():
+@pytest.mark.parametrize(
+    ("name", "code", "reason"),
+    [("Float32FromC", FLOAT32_FROM_C, "float32"), ("MatrixFromC", MATRIX_FROM_C, "dimensions")],
+)
+def test_a_wrong_dtype_or_ndim_from_c_is_invalid_value_error(name, code, reason):
     with pytest.raises(InvalidValueError) as caught:
-        run(COnlyOp("MatrixFromC", MATRIX_FROM_C), vector([1, 2]))
+        run(COnlyOp(name, code), vector([1, 2]))
     message = str(caught.value)
-    assert "c_code" in message and "MatrixFromC" in message and "dimensions" in message
+    assert "c_code" in message and name in message and reason in message
+    # The value never reached Python: the message says so, not "None".
     assert "value: not seen" in message and "value: None" not in message
 
 
