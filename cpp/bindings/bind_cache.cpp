@@ -13,7 +13,7 @@
 
 #include "bindings/bindings.hpp"
 #include "bindings/monitor.hpp"
-#include "build/compile_slots.hpp"
+#include "builder/compile_slots.hpp"
 #include "cache/file_lock.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"

@@ -5,7 +5,7 @@
 
 #include "bindings/bindings.hpp"
 #include "bindings/monitor.hpp"
-#include "build/compile_slots.hpp"
+#include "builder/compile_slots.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_builder.hpp"
 #include "opweave/precompiled_header.hpp"

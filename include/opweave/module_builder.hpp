@@ -83,7 +83,7 @@ struct ModuleRequest {
     // hold. A name defined in more than one object is merged at the link
     // (every copy but the first made weak) only when exactly one piece names
     // it, that piece defines it, and every object that defines it holds that
-    // piece: then every copy is that piece's (cpp/build/link_merge.hpp). Not
+    // piece: then every copy is that piece's (cpp/builder/link_merge.hpp). Not
     // part of the key: it changes what links, not what is linked.
     std::vector<std::string> shared_code;
     // Flags, directories, libraries and optimisation. Its source, output,

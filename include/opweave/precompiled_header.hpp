@@ -82,7 +82,7 @@ std::optional<Entry> find_prelude(ModuleCache& cache, std::string_view key,
 // that could use it. True when the want cannot be noted.
 bool prelude_wanted_before(ModuleCache& cache, std::string_view key);
 
-// The prelude of `sources` (see cpp/build/prelude_text.cpp): the longest
+// The prelude of `sources` (see cpp/builder/prelude_text.cpp): the longest
 // run of lines that the include block of every one of them starts with,
 // from the Python prelude (k_python_prelude) on, holding the standard C and
 // C++ headers and NumPy's; empty when none includes the Python prelude.

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "build/compile_slots.hpp"
+#include "builder/compile_slots.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 #include "temp_dir.hpp"

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "build/link_check.hpp"
-#include "build/link_merge.hpp"
+#include "builder/link_check.hpp"
+#include "builder/link_merge.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 

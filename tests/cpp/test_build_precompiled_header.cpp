@@ -19,7 +19,7 @@
 #include "temp_dir.hpp"
 #include "util/fs.hpp"
 #include "util/zstd.hpp"
-#include "build/staged_prelude.hpp"
+#include "builder/staged_prelude.hpp"
 
 using namespace opweave;
 using opweave_test::FakeCompiler;

@@ -1,4 +1,4 @@
-// Tests of a prelude's text (cpp/build/prelude_text.cpp): the lines every
+// Tests of a prelude's text (cpp/builder/prelude_text.cpp): the lines every
 // source's includes start with, standard and NumPy headers only, and the
 // check that a source starts with them.
 #include <string>

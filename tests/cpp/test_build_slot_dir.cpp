@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "build/slot_dir.hpp"
+#include "builder/slot_dir.hpp"
 #include "check.hpp"
 #include "opweave/errors.hpp"
 #include "temp_dir.hpp"

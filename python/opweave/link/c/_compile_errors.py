@@ -49,7 +49,7 @@ def _naming(fragments: list[_core.CodeFragment], name: str) -> list[_core.CodeFr
 
 def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) -> list[str]:
     """Where the code that names each symbol the link left undefined comes
-    from (see cpp/build/link_check.cpp)."""
+    from (see cpp/builder/link_check.cpp)."""
     names = summary.partition("symbols that nothing defines: ")[2]
     places: list[str] = []
     symbols = re.findall(r"'([^']+)'", names.split(" (not in")[0]) if names else []
@@ -63,7 +63,7 @@ def _undefined_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) 
 
 def _duplicate_places(summary: str, spec: _core.ModuleSpec, origins: list[str]) -> list[str]:
     """The code that names a name the link found defined more than once
-    (see cpp/build/link_merge.hpp): its definitions are there, or in a
+    (see cpp/builder/link_merge.hpp): its definitions are there, or in a
     header."""
     found = re.search(r"'([^']+)' is defined more than once", summary)
     if found is None:

@@ -1,5 +1,5 @@
 """The compiler's ``--version`` output is kept between processes
-(``compiler_version_records``, cpp/build/compiler_versions.cpp): a fresh
+(``compiler_version_records``, cpp/builder/compiler_versions.cpp): a fresh
 process names an ELF compiler from the cache's record of it, named by the
 compiler file's identity and times, and runs the compiler only when that
 file changed. Real processes, a real copy of the g++ driver."""

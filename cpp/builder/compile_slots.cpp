@@ -32,7 +32,7 @@
 //     new table. The old table's descriptors stay open (a few, once).
 //  6. The holder writes its pid into the file, only so that a waiter that
 //     times out can say who holds it; it can be stale for an instant.
-#include "build/compile_slots.hpp"
+#include "builder/compile_slots.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -51,7 +51,7 @@
 #include <utility>
 #include <vector>
 
-#include "build/slot_dir.hpp"
+#include "builder/slot_dir.hpp"
 #include "opweave/errors.hpp"
 #include "util/cpu_count.hpp"
 #include "util/fork_guard.hpp"

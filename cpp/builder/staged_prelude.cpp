@@ -1,5 +1,5 @@
 // opweave core (internal): staged preludes (see staged_prelude.hpp).
-#include "build/staged_prelude.hpp"
+#include "builder/staged_prelude.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "build/prelude_copies.hpp"
+#include "builder/prelude_copies.hpp"
 #include "cache/unpacked_preludes.hpp"
 #include "cache/file_digest.hpp"
 #include "opweave/hash.hpp"

@@ -1,5 +1,5 @@
 // opweave core (internal): decompressed preludes (see prelude_copies.hpp).
-#include "build/prelude_copies.hpp"
+#include "builder/prelude_copies.hpp"
 
 #include <pthread.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // opweave core: what the link of a module from units checks (see link_check.hpp).
-#include "build/link_check.hpp"
+#include "builder/link_check.hpp"
 
 #include <sstream>
 #include <string_view>

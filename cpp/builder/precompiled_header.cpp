@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "build/build_support.hpp"
-#include "build/compile_slots.hpp"
-#include "build/prelude_copies.hpp"
+#include "builder/build_support.hpp"
+#include "builder/compile_slots.hpp"
+#include "builder/prelude_copies.hpp"
 #include "cache/header_manifest.hpp"
 #include "opweave/errors.hpp"
 #include "opweave/hash.hpp"

@@ -1,10 +1,10 @@
 // opweave core (internal): where a compile's records point (see
 // source_paths.hpp).
-#include "build/source_paths.hpp"
+#include "builder/source_paths.hpp"
 
 #include <cctype>
 
-#include "build/build_support.hpp"
+#include "builder/build_support.hpp"
 #include "util/c_literal.hpp"
 
 namespace opweave::cache {

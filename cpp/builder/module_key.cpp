@@ -1,11 +1,11 @@
-// opweave core: module cache keys (see cpp/build/module_key.hpp and
+// opweave core: module cache keys (see cpp/builder/module_key.hpp and
 // include/opweave/module_builder.hpp).
-#include "build/module_key.hpp"
+#include "builder/module_key.hpp"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "build/build_support.hpp"
+#include "builder/build_support.hpp"
 #include "opweave/hash.hpp"
 
 namespace opweave {

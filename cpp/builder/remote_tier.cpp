@@ -1,5 +1,5 @@
 // opweave core: build_module's use of a RemoteStorage (remote_tier.hpp).
-#include "build/remote_tier.hpp"
+#include "builder/remote_tier.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,6 @@
 // opweave core: names that several objects of a module's link define (see
 // link_merge.hpp).
-#include "build/link_merge.hpp"
+#include "builder/link_merge.hpp"
 
 #include <cxxabi.h>
 

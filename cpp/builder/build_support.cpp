@@ -1,5 +1,5 @@
 // opweave core (internal): shared build helpers (see build_support.hpp).
-#include "build/build_support.hpp"
+#include "builder/build_support.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

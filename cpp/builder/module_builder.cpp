@@ -9,14 +9,14 @@
 #include <future>
 #include <set>
 
-#include "build/build_support.hpp"
-#include "build/compile_slots.hpp"
-#include "build/link_check.hpp"
-#include "build/link_merge.hpp"
-#include "build/module_key.hpp"
-#include "build/remote_tier.hpp"
-#include "build/source_paths.hpp"
-#include "build/staged_prelude.hpp"
+#include "builder/build_support.hpp"
+#include "builder/compile_slots.hpp"
+#include "builder/link_check.hpp"
+#include "builder/link_merge.hpp"
+#include "builder/module_key.hpp"
+#include "builder/remote_tier.hpp"
+#include "builder/source_paths.hpp"
+#include "builder/staged_prelude.hpp"
 #include "cache/file_digest.hpp"
 #include "cache/header_manifest.hpp"
 #include "cache/node_index.hpp"

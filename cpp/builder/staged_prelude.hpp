@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "build/prelude_copies.hpp"
+#include "builder/prelude_copies.hpp"
 #include "opweave/compiler.hpp"
 #include "opweave/module_cache.hpp"
 

@@ -1,5 +1,5 @@
 // opweave core (internal): the slot directory (see slot_dir.hpp).
-#include "build/slot_dir.hpp"
+#include "builder/slot_dir.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
