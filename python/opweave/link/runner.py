@@ -35,41 +35,35 @@ __all__ = ["NodeRunner", "Step", "node_steps"]
 
 class Step(NamedTuple):
     """One step of a function run node by node: one node (its ``perform``,
-    or DebugMode's checked runs of it)."""
+    or DebugMode's checked runs of it), called with the sequence of its
+    input values."""
 
-    run: Callable[..., list[Any]]  # run(*input values) -> output values
+    run: Callable[[Sequence[Any]], list[Any]]  # run(input values) -> output values
     inputs: list[int]  # ids of the variables it reads
     outputs: list[int]  # ids of the variables it makes
     label: str  # "node 3 (Op)"
-    outcomes: list[Any]  # per node: the module's cache outcome, None for perform
-    checks_inputs: bool  # True when compiled code checks (and converts) its inputs
-    packed: bool = False  # True: run takes one sequence of values (run(values))
-    node: int | None = None  # a one-node Python step: the node's number (error.failed_node)
+    node: int  # the node's number (error.failed_node)
 
 
 def node_steps(nodes: Sequence[Apply], thunks: Sequence[Callable[..., list[Any]]]) -> list[Step]:
-    """One step per node, running its thunk (which does not check inputs)."""
+    """One step per node, running its thunk."""
     return [
         Step(
             thunk,
             [id(v) for v in node.inputs],
             [id(v) for v in node.outputs],
             f"node {index} ({node.op})",
-            [getattr(thunk, "outcome", None)],
-            checks_inputs=False,
-            packed=True,
-            node=index,
+            index,
         )
         for index, (node, thunk) in enumerate(zip(nodes, thunks, strict=True))
     ]
 
 
 class NodeRunner:
-    """``run`` calls the steps in order, passing values between them. Arguments go
-    through ``Type.filter`` unless every step that reads them checks its
-    inputs itself (compiled code does, in C). An error raised by a step that
-    runs Python code gets a note naming the node, and the node's number as
-    ``error.failed_node``."""
+    """``run`` calls the steps in order, passing values between them.
+    Arguments a step reads or the function returns go through
+    ``Type.filter``. An error raised by a step gets a note naming the node,
+    and the node's number as ``error.failed_node``."""
 
     def __init__(
         self,
@@ -97,7 +91,7 @@ class NodeRunner:
                 namespace[names[id(variable)]] = variable.data
         arguments = [f"a{p}" for p in range(len(fgraph.inputs))]
         names.update(zip((id(v) for v in fgraph.inputs), arguments, strict=True))
-        unchecked = {i for step in self.steps if not step.checks_inputs for i in step.inputs}
+        unchecked = {i for step in self.steps for i in step.inputs}
         unchecked.update(id(v) for v in fgraph.outputs)  # an input returned as an output
         n = len(arguments)
         lines = [
@@ -139,10 +133,7 @@ class NodeRunner:
             for i in step.outputs:
                 names.setdefault(i, f"v{len(names)}")
             values = ", ".join(names[i] for i in step.inputs)
-            if step.packed:
-                call = f"s{k}(({values}{',' if len(step.inputs) == 1 else ''}))"
-            else:
-                call = f"s{k}({values})"
+            call = f"s{k}(({values}{',' if len(step.inputs) == 1 else ''}))"
             targets = ", ".join(names[i] for i in step.outputs)
             lines += [
                 f"        k = {k}",
@@ -155,7 +146,6 @@ class NodeRunner:
         return lines
 
     def _note(self, error: BaseException, step: int) -> None:
-        # Compiled steps name the node themselves (the C code's failed block).
-        if step >= 0 and not self.steps[step].checks_inputs:
+        if step >= 0:
             done = self.steps[step]
             note_failed_node(error, done.node, f"raised by {done.label}")
