@@ -18,7 +18,7 @@ static_assert(k_graph_layout_version == OPWEAVE_GRAPH_ABI_VERSION,
 
 namespace {
 
-using detail::SourceWriter;
+using assembly::SourceWriter;
 
 // What follows the prelude lines (k_python_prelude) at the top of every
 // module; the generated module includes Python.h, the core itself never does.
@@ -478,7 +478,7 @@ void write_unit_names(SourceWriter& out, const ModuleSpec& spec,
 }  // namespace
 
 AssembledModule assemble_module(const ModuleSpec& spec) {
-    detail::validate_spec(spec);
+    assembly::validate_spec(spec);
     AssembledModule module;
     const std::vector<std::string> shared = shared_headers(spec);
     for (const UnitSpec& unit : spec.units) {

@@ -6,7 +6,7 @@
 
 #include "util/c_literal.hpp"
 
-namespace opweave::detail {
+namespace opweave::assembly {
 
 namespace {
 
@@ -91,4 +91,4 @@ void SourceWriter::fragment(const CodeFragment& fragment) {
     }
 }
 
-}  // namespace opweave::detail
+}  // namespace opweave::assembly

@@ -9,7 +9,7 @@
 
 #include "opweave/module_source.hpp"
 
-namespace opweave::detail {
+namespace opweave::assembly {
 
 class SourceWriter {
 public:
@@ -46,4 +46,4 @@ private:
     std::vector<LineRange> m_line_map;
 };
 
-}  // namespace opweave::detail
+}  // namespace opweave::assembly

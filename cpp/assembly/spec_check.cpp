@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace opweave::detail {
+namespace opweave::assembly {
 
 namespace {
 
@@ -122,4 +122,4 @@ void validate_spec(const ModuleSpec& spec) {
     }
 }
 
-}  // namespace opweave::detail
+}  // namespace opweave::assembly

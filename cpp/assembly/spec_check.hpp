@@ -4,7 +4,7 @@
 
 #include "opweave/module_source.hpp"
 
-namespace opweave::detail {
+namespace opweave::assembly {
 
 // Throws std::invalid_argument for an inconsistent spec: an origin index out
 // of range, a step id that is not positive or not unique, a function name
@@ -12,4 +12,4 @@ namespace opweave::detail {
 // without units, or a unit given as text with other parts.
 void validate_spec(const ModuleSpec& spec);
 
-}  // namespace opweave::detail
+}  // namespace opweave::assembly

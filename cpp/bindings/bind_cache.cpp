@@ -516,7 +516,7 @@ void init_module_cache(py::module_& m) {
 }
 
 void init_compile_slot(py::module_& m) {
-    using cache::CompileSlot;
+    using builder::CompileSlot;
     py::class_<CompileSlot>(m, "CompileSlot",
                             "One of the compile slots that bound this user's compilers on the\n"
                             "machine, held until release() or the end of a with block. Builds\n"

@@ -259,7 +259,7 @@ void init_compiler(py::module_& m) {
         "The key build_module looks up for `request` (its units' keys included).");
     m.def("unit_keys", &unit_keys, py::arg("compiler"), py::arg("request"),
           "The keys build_module files the units of `request` under, in order.");
-    m.def("compile_jobs", &cache::compile_jobs, py::arg("requested"),
+    m.def("compile_jobs", &builder::compile_jobs, py::arg("requested"),
           "The compiles a build runs at once for compile_jobs=`requested`: itself, or\n"
           "when 0, the CPUs this process may use (its affinity and cgroup limit).");
     m.def(

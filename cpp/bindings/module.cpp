@@ -18,9 +18,7 @@ PYBIND11_MODULE(_core, m) {
     opweave::bindings::init_remote(m);
     opweave::bindings::init_compiler(m);
     opweave::bindings::init_assembly(m);
-    opweave::bindings::init_function(m);
-    opweave::bindings::init_step_runner(m);
-    opweave::bindings::init_cell_call(m);
+    opweave::bindings::init_runtime(m);
     opweave::bindings::init_deps(m);
     opweave::bindings::init_dep_values(m);
 }

@@ -15,7 +15,7 @@
 #include "opweave/hash.hpp"
 #include "util/fs.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -65,8 +65,8 @@ bool holds(const util::Dir& dir, const std::string& name, const std::string& con
 std::filesystem::path launcher_wrapper_file(const ModuleCache& cache, const std::string& script) {
     const std::string name =
         "cxx-" + to_hex(Sha256::of(script)).substr(0, k_tool_hash_chars);
-    const Places places = open_places(cache.root(), nullptr, ancestor_owners(cache.options()));
-    const util::Dir tools = require_layout_dir(places.version, k_tools_dir, nullptr);
+    const cache::Places places = cache::open_places(cache.root(), nullptr, cache::ancestor_owners(cache.options()));
+    const util::Dir tools = cache::require_layout_dir(places.version, cache::k_tools_dir, nullptr);
     if (!holds(tools, name, script) && !tools.write_file(name, script, k_tool_mode)) {
         const std::filesystem::path path = tools.path_of(name);
         throw CacheError("cannot write " + path.string() + ": " + std::strerror(errno), path);
@@ -140,7 +140,7 @@ std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const Modul
     if (!text) {
         return {};
     }
-    HeaderFilter filter;
+    cache::HeaderFilter filter;
     filter.working_dir =
         staged.working_dir.empty() ? std::filesystem::current_path() : staged.working_dir;
     filter.source = staged.source;
@@ -148,7 +148,7 @@ std::vector<HeaderRecord> compiled_headers(const ModuleCache& cache, const Modul
     for (const std::string& dir : request.covered_header_dirs) {
         filter.skip_dirs.push_back(std::filesystem::absolute(dir));
     }
-    return record_headers(parse_depfile(*text), filter, compile_start_ns);
+    return cache::record_headers(cache::parse_depfile(*text), filter, compile_start_ns);
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -13,7 +13,7 @@
 #include "opweave/module_builder.hpp"
 #include "opweave/module_cache.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // `job` with relative include and library directories made absolute: the
 // compiler resolves them against the working directory, so the key must
@@ -63,4 +63,4 @@ std::string join_words(const std::vector<std::string>& words);
 // `text` with every occurrence of `from` replaced by `to`.
 std::string replace_all(std::string text, const std::string& from, const std::string& to);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

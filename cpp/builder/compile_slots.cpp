@@ -56,7 +56,7 @@
 #include "util/cpu_count.hpp"
 #include "util/fork_guard.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -287,4 +287,4 @@ void CompileSlot::release() noexcept {
     m_owner_pid = 0;
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -19,7 +19,7 @@
 #include "opweave/module_cache.hpp"
 #include "util/dir.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // `requested`, or, when it is 0 or less, the number of CPUs this process
 // may use (util::usable_cpus(): its affinity mask, limited by a cgroup CPU
@@ -63,4 +63,4 @@ private:
     long m_owner_pid = 0;
 };
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -6,7 +6,7 @@
 
 #include "opweave/errors.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -84,4 +84,4 @@ void check_undefined_symbols(CompileResult& result) {
                        result.diagnostics, {}, 1);
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -6,7 +6,7 @@
 
 #include "opweave/compiler.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // The flags that make the linker report every symbol the module leaves
 // undefined (as warnings: Python's own symbols are resolved only when the
@@ -21,4 +21,4 @@ std::vector<std::string> link_check_flags();
 // CompileError naming it and the object that references it.
 void check_undefined_symbols(CompileResult& result);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

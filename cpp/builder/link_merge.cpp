@@ -15,7 +15,7 @@
 #include "opweave/errors.hpp"
 #include "util/process.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -294,4 +294,4 @@ bool weaken_shared_duplicates(const std::string& diagnostics,
     return true;
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -18,7 +18,7 @@
 
 #include "opweave/build_monitor.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // One object of a link: the file, the source it was compiled from and what
 // it is (shown in errors).
@@ -51,4 +51,4 @@ bool weaken_shared_duplicates(const std::string& diagnostics,
                               const std::vector<std::string>& shared_code,
                               const std::string& compiler, BuildMonitor* monitor);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

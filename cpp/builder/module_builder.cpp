@@ -32,10 +32,10 @@ namespace opweave {
 namespace {
 
 // The objects of a link with their sources and labels (see link_merge.hpp).
-std::vector<cache::LinkedObject> linked_objects(
+std::vector<builder::LinkedObject> linked_objects(
     const std::vector<std::filesystem::path>& objects,
     const std::vector<std::pair<const std::string*, std::string>>& sources) {
-    std::vector<cache::LinkedObject> linked;
+    std::vector<builder::LinkedObject> linked;
     for (std::size_t i = 0; i < objects.size(); ++i) {
         linked.push_back({objects[i], sources[i].first, sources[i].second});
     }
@@ -141,7 +141,7 @@ class PreludeCheck {
 public:
     // Verifies the prelude `key`, and checks the copies `staged` holds (see
     // StagedPrelude::check_copies) when given.
-    PreludeCheck(ModuleCache& cache, std::string key, cache::StagedPrelude* staged)
+    PreludeCheck(ModuleCache& cache, std::string key, builder::StagedPrelude* staged)
         : m_verified(std::async(std::launch::async, [this, &cache, key = std::move(key), staged] {
               std::optional<Entry> entry = find_prelude(cache, key, &m_events);
               if (entry && staged != nullptr) {
@@ -182,8 +182,8 @@ class Builder {
 public:
     Builder(ModuleCache& cache, const Compiler& compiler, const ModuleRequest& request)
         : m_cache(cache), m_compiler(compiler), m_request(request),
-          m_job(cache::absolute_dirs(request.job)),
-          m_keyed(cache::keyed_job(m_job, request.covered_header_dirs)) {}
+          m_job(builder::absolute_dirs(request.job)),
+          m_keyed(builder::keyed_job(m_job, request.covered_header_dirs)) {}
 
     const CompileJob& job() const { return m_job; }
     const CompileJob& keyed() const { return m_keyed; }
@@ -198,46 +198,46 @@ public:
     StagedCompile compile(const std::string& key, std::string_view source,
                           const std::filesystem::path& staging,
                           const std::filesystem::path& entry_dir, StagedNames names,
-                          Product product, const std::optional<cache::StagedPrelude>& prelude,
+                          Product product, const std::optional<builder::StagedPrelude>& prelude,
                           BuildMonitor* monitor) const {
         CompileJob staged = m_job;
         staged.source = staging / names.source;
         staged.output = staging / names.output;
         staged.depfile = staging / names.depfile;
         staged.working_dir = staging;
-        staged.debug_dir = cache::debug_dir_of(m_compiler, m_cache, entry_dir);
-        staged.launched_compiler = cache::launched_compiler_of(m_compiler, m_cache);
+        staged.debug_dir = builder::debug_dir_of(m_compiler, m_cache, entry_dir);
+        staged.launched_compiler = builder::launched_compiler_of(m_compiler, m_cache);
         const std::vector<std::string> kept =
-            cache::source_path_flags(m_compiler, entry_dir / names.source);
+            builder::source_path_flags(m_compiler, entry_dir / names.source);
         staged.unkeyed_flags = kept;
         if (prelude && starts_with_prelude(source, m_request.prelude->header_text)) {
             const std::vector<std::string> include = prelude->include_flags();
             staged.unkeyed_flags.insert(staged.unkeyed_flags.end(), include.begin(), include.end());
         }
         if (product == Product::library) {
-            for (std::string& flag : cache::link_check_flags()) {
+            for (std::string& flag : builder::link_check_flags()) {
                 staged.flags.push_back(std::move(flag));
             }
         }
         util::write_file_atomic(staged.source, source);
         const std::int64_t start = cache::filesystem_now_ns();
         const CompileStep step = [&](const CompileJob& run) {
-            const cache::CompileSlot slot(m_cache, monitor);
+            const builder::CompileSlot slot(m_cache, monitor);
             if (product == Product::object) {
                 return m_compiler.compile_object(run, monitor);
             }
             CompileResult result = m_compiler.compile(run, monitor);
-            cache::check_undefined_symbols(result);
+            builder::check_undefined_symbols(result);
             return result;
         };
         StagedCompile compiled;
         try {
             compiled.result = compile_with_fallback(step, staged, kept);
         } catch (const CompileError& error) {
-            cache::rethrow_with_kept_source(m_cache, key, source, error,
+            builder::rethrow_with_kept_source(m_cache, key, source, error,
                                      {staged.source, entry_dir / names.source});
         }
-        compiled.headers = cache::compiled_headers(m_cache, m_request, staged, start);
+        compiled.headers = builder::compiled_headers(m_cache, m_request, staged, start);
         compiled.used_prelude = prelude && staged.unkeyed_flags != kept;
         if (compiled.used_prelude) {
             prelude->cite_entry(compiled.result);
@@ -256,7 +256,7 @@ public:
         record.label = label;
         record.environment = m_request.environment;
         record.key_material = keyed.text;
-        record.command = cache::display_command(compiled.result, staging, entry_dir);
+        record.command = builder::display_command(compiled.result, staging, entry_dir);
         record.compile_seconds = compiled.result.seconds;
         record.headers = compiled.headers;
         return record;
@@ -274,11 +274,11 @@ public:
         const std::optional<std::string> prelude_key =
             usable_prelude_key(m_compiler, m_request, m_job);
         const std::filesystem::path found = prelude_key ? m_cache.entry_dir(*prelude_key) : "";
-        if (!prelude_key || !cache::StagedPrelude::present(found)) {
+        if (!prelude_key || !builder::StagedPrelude::present(found)) {
             return compile(key, m_request.source, staging, entry_dir, names, Product::library,
                            verified_prelude(staging, monitor, events), monitor);
         }
-        std::optional<cache::StagedPrelude> staged = cache::StagedPrelude::stage(found, staging);
+        std::optional<builder::StagedPrelude> staged = builder::StagedPrelude::stage(found, staging);
         // After staging (see StagedPrelude::stage); the compile only reads
         // the staged files while the check reads them too.
         PreludeCheck check(m_cache, *prelude_key, staged ? &*staged : nullptr);
@@ -302,12 +302,12 @@ public:
 
     // The prelude staged in `staging` and then verified, when there is one
     // and its staged files are the ones its entry records.
-    std::optional<cache::StagedPrelude> verified_prelude(const std::filesystem::path& staging,
+    std::optional<builder::StagedPrelude> verified_prelude(const std::filesystem::path& staging,
                                                          BuildMonitor* monitor,
                                                          std::vector<CacheEvent>& events) const {
         const std::optional<std::string> key = usable_prelude_key(m_compiler, m_request, m_job);
-        std::optional<cache::StagedPrelude> staged =
-            key ? cache::StagedPrelude::stage(m_cache.entry_dir(*key), staging) : std::nullopt;
+        std::optional<builder::StagedPrelude> staged =
+            key ? builder::StagedPrelude::stage(m_cache.entry_dir(*key), staging) : std::nullopt;
         const std::optional<Entry> verified = prelude(monitor, events);
         if (!staged || !verified || !staged->verify(*verified)) {
             return std::nullopt;
@@ -317,7 +317,7 @@ public:
 
     // The unit's entry, compiled (as an object) on a miss.
     CacheResult unit(const TranslationUnit& unit, const KeyedText& keyed,
-                     const std::optional<cache::StagedPrelude>& prelude,
+                     const std::optional<builder::StagedPrelude>& prelude,
                      BuildMonitor* monitor) const {
         const std::string& key = keyed.key;
         const std::filesystem::path entry_dir = m_cache.entry_dir(key);
@@ -359,7 +359,7 @@ public:
     // it was evicted or damaged since it was found.
     BuiltUnit stage_unit(std::size_t index, const KeyedText& keyed, CacheResult& found,
                          const std::filesystem::path& to,
-                         const std::optional<cache::StagedPrelude>& prelude,
+                         const std::optional<builder::StagedPrelude>& prelude,
                          BuildMonitor* monitor) const {
         const TranslationUnit& unit = m_request.units[index];
         const std::string& key = keyed.key;
@@ -407,9 +407,9 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     // A prelude not built yet is reported (its build starts) now when the
     // units leave a core free, else once the compiles are done: the build
     // of a prelude would slow each of them.
-    const int jobs = cache::compile_jobs(m_cache.options().compile_jobs);
+    const int jobs = builder::compile_jobs(m_cache.options().compile_jobs);
     const bool report_now = m_request.units.size() < static_cast<std::size_t>(jobs);
-    const std::optional<cache::StagedPrelude> usable =
+    const std::optional<builder::StagedPrelude> usable =
         verified_prelude(staging, report_now ? monitor : nullptr, events);
     StagedCompile main;
     // Each unit's object is copied into the staging directory as soon as
@@ -463,18 +463,18 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
     CompileJob link = m_job;
     link.output = staging / k_staged_library;
     link.working_dir = staging;
-    for (std::string& flag : cache::link_check_flags()) {
+    for (std::string& flag : builder::link_check_flags()) {
         link.flags.push_back(std::move(flag));
     }
     CompileResult linking;
     try {
-        const cache::CompileSlot slot(m_cache, monitor);
+        const builder::CompileSlot slot(m_cache, monitor);
         try {
             linking = m_compiler.link(link, objects, monitor);
         } catch (const CompileError& error) {
             // Support code repeated in several units defines its names in
             // each: the copies are merged, when every one is that piece's.
-            if (!cache::weaken_shared_duplicates(error.diagnostics(),
+            if (!builder::weaken_shared_duplicates(error.diagnostics(),
                                                  linked_objects(objects, staged_sources),
                                                  m_request.shared_code,
                                                  m_compiler.identity().path, monitor)) {
@@ -482,9 +482,9 @@ BuildRecord Builder::linked(const KeyedText& keyed, const std::vector<KeyedText>
             }
             linking = m_compiler.link(link, objects, monitor);
         }
-        cache::check_undefined_symbols(linking);
+        builder::check_undefined_symbols(linking);
     } catch (const CompileError& error) {
-        cache::rethrow_with_kept_source(m_cache, key, m_request.source, error,
+        builder::rethrow_with_kept_source(m_cache, key, m_request.source, error,
                                  {staging / k_source_name, entry_dir / k_source_name});
     }
     for (const std::filesystem::path& object : objects) {
@@ -509,8 +509,8 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     }
     const Builder builder(cache, compiler, request);
     const std::vector<KeyedText> unit_keys =
-        cache::unit_keys_of(builder.keyed(), compiler, request);
-    const KeyedText keyed = cache::request_key_of(builder.keyed(), compiler, request, unit_keys);
+        builder::unit_keys_of(builder.keyed(), compiler, request);
+    const KeyedText keyed = builder::request_key_of(builder.keyed(), compiler, request, unit_keys);
     const std::string& key = keyed.key;
     const std::filesystem::path entry_dir = cache.entry_dir(key);
     std::vector<CacheEvent> build_events;
@@ -519,7 +519,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
     const BuildFn build = [&](const std::filesystem::path& staging) {
         if (remote != nullptr) {
             std::optional<BuildRecord> record =
-                cache::fetch_remote(*remote, key, staging, entry_dir, build_events);
+                builder::fetch_remote(*remote, key, staging, entry_dir, build_events);
             if (record) {
                 fetched = true;
                 return std::move(*record);
@@ -555,7 +555,7 @@ BuiltModule build_module(ModuleCache& cache, const Compiler& compiler,
         built.outcome = Outcome::hit;
         built.events.push_back({CacheEvent::Kind::fetched, built.dir, {}});
     } else if (remote != nullptr && result.outcome == Outcome::built) {
-        cache::store_remote(*remote, cache, key, built.events);
+        builder::store_remote(*remote, cache, key, built.events);
     }
     if (built.library.empty()) {
         throw CacheError("cache entry " + built.dir.string() + " holds no library", built.dir);

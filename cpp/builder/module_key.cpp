@@ -10,7 +10,7 @@
 
 namespace opweave {
 
-namespace cache {
+namespace builder {
 
 CompileJob keyed_job(const CompileJob& absolute, const std::vector<std::string>& covered) {
     std::vector<std::string> normal;
@@ -31,8 +31,8 @@ CompileJob keyed_job(const CompileJob& absolute, const std::vector<std::string>&
 KeyedText keyed_text_of(std::string_view source, const Compiler& compiler,
                         const CompileJob& keyed, std::string_view extra, std::string_view kind,
                         const std::vector<std::string>& units) {
-    KeyHasher hasher = entry_key_hasher("module");
-    add_compile_fields(hasher, compiler, keyed, KeyedLinks::yes);
+    KeyHasher hasher = builder::entry_key_hasher("module");
+    builder::add_compile_fields(hasher, compiler, keyed, KeyedLinks::yes);
     hasher.add("extra", extra);
     hasher.add("source", source);
     if (!kind.empty()) {
@@ -63,11 +63,11 @@ KeyedText request_key_of(const CompileJob& keyed, const Compiler& compiler,
     return keyed_text_of(request.source, compiler, keyed, request.extra, "linked", unit_keys);
 }
 
-}  // namespace cache
+}  // namespace builder
 
 KeyedText module_key_text(std::string_view source, const Compiler& compiler,
                           const CompileJob& job, std::string_view extra) {
-    return cache::keyed_text_of(source, compiler, cache::absolute_dirs(job), extra);
+    return builder::keyed_text_of(source, compiler, builder::absolute_dirs(job), extra);
 }
 
 std::string module_key(std::string_view source, const Compiler& compiler, const CompileJob& job,
@@ -77,15 +77,15 @@ std::string module_key(std::string_view source, const Compiler& compiler, const 
 
 std::string unit_key(const TranslationUnit& unit, const Compiler& compiler,
                      const CompileJob& job, std::string_view extra) {
-    const CompileJob keyed = cache::absolute_dirs(job);
-    return cache::keyed_text_of(unit.source, compiler, keyed, extra, "unit").key;
+    const CompileJob keyed = builder::absolute_dirs(job);
+    return builder::keyed_text_of(unit.source, compiler, keyed, extra, "unit").key;
 }
 
 std::vector<std::string> unit_keys(const Compiler& compiler, const ModuleRequest& request) {
     const CompileJob keyed =
-        cache::keyed_job(cache::absolute_dirs(request.job), request.covered_header_dirs);
+        builder::keyed_job(builder::absolute_dirs(request.job), request.covered_header_dirs);
     std::vector<std::string> keys;
-    for (KeyedText& unit : cache::unit_keys_of(keyed, compiler, request)) {
+    for (KeyedText& unit : builder::unit_keys_of(keyed, compiler, request)) {
         keys.push_back(std::move(unit.key));
     }
     return keys;
@@ -93,9 +93,9 @@ std::vector<std::string> unit_keys(const Compiler& compiler, const ModuleRequest
 
 std::string module_key(const Compiler& compiler, const ModuleRequest& request) {
     const CompileJob keyed =
-        cache::keyed_job(cache::absolute_dirs(request.job), request.covered_header_dirs);
-    return cache::request_key_of(keyed, compiler, request,
-                                 cache::unit_keys_of(keyed, compiler, request))
+        builder::keyed_job(builder::absolute_dirs(request.job), request.covered_header_dirs);
+    return builder::request_key_of(keyed, compiler, request,
+                                 builder::unit_keys_of(keyed, compiler, request))
         .key;
 }
 

@@ -16,7 +16,7 @@
 #include "opweave/compiler.hpp"
 #include "opweave/module_builder.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // The job as its keys see it (see above); `absolute` has its directories
 // made absolute already.
@@ -37,4 +37,4 @@ std::vector<KeyedText> unit_keys_of(const CompileJob& keyed, const Compiler& com
 KeyedText request_key_of(const CompileJob& keyed, const Compiler& compiler,
                          const ModuleRequest& request, const std::vector<KeyedText>& units);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -53,7 +53,7 @@ std::string included_names(std::string_view text) {
         names.emplace_back(text.substr(open + 1, close - open - 1));
         at = close;
     }
-    return cache::join_words(names);
+    return builder::join_words(names);
 }
 
 // Replaces the precompiled header `gch` (in a staging directory of the
@@ -75,7 +75,7 @@ void compress_in_place(const std::filesystem::path& gch, const std::filesystem::
         return;
     }
     util::write_file_atomic(zst, *frame);
-    cache::PreludeCopies::get().keep(gch.parent_path().parent_path(), key,
+    builder::PreludeCopies::get().keep(gch.parent_path().parent_path(), key,
                                      to_hex(Sha256::of(*frame)), *bytes);
     std::filesystem::remove(gch);
 }
@@ -90,9 +90,9 @@ bool supports_prelude(const Compiler& compiler) {
 
 KeyedText prelude_key_text(const Compiler& compiler, const CompileJob& job,
                            std::string_view header_text, std::string_view extra) {
-    const CompileJob keyed = cache::absolute_dirs(job);
-    KeyHasher hasher = cache::entry_key_hasher("prelude");
-    cache::add_compile_fields(hasher, compiler, keyed, cache::KeyedLinks::no);
+    const CompileJob keyed = builder::absolute_dirs(job);
+    KeyHasher hasher = builder::entry_key_hasher("prelude");
+    builder::add_compile_fields(hasher, compiler, keyed, builder::KeyedLinks::no);
     hasher.add("extra", extra);
     hasher.add("header", header_text);
     return hasher.finish();
@@ -131,7 +131,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
     if (!request.prelude) {
         throw std::invalid_argument("build_prelude: the request names no prelude");
     }
-    const CompileJob job = cache::absolute_dirs(request.job);
+    const CompileJob job = builder::absolute_dirs(request.job);
     const std::string& header_text = request.prelude->header_text;
     const std::string& extra = request.prelude->extra;
     const KeyedText keyed = prelude_key_text(compiler, job, header_text, extra);
@@ -150,7 +150,7 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         const std::int64_t start = cache::filesystem_now_ns();
         CompileResult result;
         {
-            const cache::CompileSlot slot(cache, monitor);
+            const builder::CompileSlot slot(cache, monitor);
             result = compiler.compile_header(staged, monitor);
         }
         std::error_code missing;
@@ -163,9 +163,9 @@ CacheResult build_prelude(ModuleCache& cache, const Compiler& compiler,
         record.kind = "prelude";
         record.label = "precompiled " + included_names(header_text);
         record.environment = request.environment;
-        record.headers = cache::compiled_headers(cache, request, staged, start);
+        record.headers = builder::compiled_headers(cache, request, staged, start);
         record.key_material = keyed.text;
-        record.command = cache::display_command(result, staging, entry);
+        record.command = builder::display_command(result, staging, entry);
         record.compile_seconds = result.seconds;
         return record;
     };

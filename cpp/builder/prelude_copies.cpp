@@ -10,7 +10,7 @@
 #include "opweave/errors.hpp"
 #include "util/fs.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 PreludeCopies& PreludeCopies::get() {
     // Leaked on purpose: a child forked from this process must not run the
@@ -58,8 +58,8 @@ std::optional<PreludeCopies::Copy> PreludeCopies::keep(const std::filesystem::pa
                                                       std::string_view content) {
     const std::lock_guard<std::mutex> held(m_mutex);
     forget_if_forked();
-    if (const std::optional<UnpackedCopy> shared =
-            share_unpacked(tmp.parent_path(), key, sha256, content)) {
+    if (const std::optional<cache::UnpackedCopy> shared =
+            cache::share_unpacked(tmp.parent_path(), key, sha256, content)) {
         return m_copies[{tmp, sha256}] = Copy{shared->path, true};
     }
     try {
@@ -83,4 +83,4 @@ void PreludeCopies::remove_at_exit() noexcept {
     copies.m_dirs.clear();  // removes each directory and its owner lock
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -30,7 +30,7 @@
 
 #include "cache/staging_dir.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 class PreludeCopies {
 public:
@@ -64,4 +64,4 @@ private:
     std::map<std::pair<std::filesystem::path, std::string>, Copy> m_copies;
 };
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

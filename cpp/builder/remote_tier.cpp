@@ -8,20 +8,20 @@
 #include "cache/entry_pack.hpp"
 #include "opweave/errors.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 std::optional<BuildRecord> fetch_remote(RemoteStorage& remote, std::string_view key,
                                         const std::filesystem::path& staging,
                                         const std::filesystem::path& entry_dir,
                                         std::vector<CacheEvent>& events) {
-    std::optional<ForeignEntry> foreign;
+    std::optional<cache::ForeignEntry> foreign;
     try {
         const std::optional<std::string> pack = remote.get(key);
         if (!pack) {
             return std::nullopt;
         }
-        foreign = unpack_entry(key, *pack);
-        return stage_foreign(key, *foreign, staging);
+        foreign = cache::unpack_entry(key, *pack);
+        return cache::stage_foreign(key, *foreign, staging);
     } catch (const Interrupted&) {
         throw;
     } catch (const std::runtime_error& error) {  // CacheError included
@@ -53,4 +53,4 @@ void store_remote(RemoteStorage& remote, ModuleCache& cache, std::string_view ke
     }
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

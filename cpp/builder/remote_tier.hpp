@@ -11,7 +11,7 @@
 #include "opweave/module_cache.hpp"
 #include "opweave/remote_storage.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // The record of the entry of `key` that `remote` holds, verified, its files
 // written into `staging` (a BuildFn's); nothing when it holds none. A
@@ -29,4 +29,4 @@ std::optional<BuildRecord> fetch_remote(RemoteStorage& remote, std::string_view 
 void store_remote(RemoteStorage& remote, ModuleCache& cache, std::string_view key,
                   std::vector<CacheEvent>& events);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

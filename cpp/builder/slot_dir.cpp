@@ -14,7 +14,7 @@
 #include "opweave/errors.hpp"
 #include "util/fs.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -67,7 +67,7 @@ std::optional<util::Dir> open_in_runtime_dir(const std::string& runtime,
         return std::nullopt;
     }
     try {
-        return open_layout_dir(*parent, k_runtime_name, Create::yes, nullptr);
+        return cache::open_layout_dir(*parent, k_runtime_name, cache::Create::yes, nullptr);
     } catch (const CacheError&) {
         return std::nullopt;
     }
@@ -102,7 +102,7 @@ SlotDirChoice slot_dir_choice(const CacheOptions& options, const std::filesystem
         choice.runtime_dir = runtime;
     }
     choice.cache_root = root;
-    choice.ancestors = ancestor_owners(options);
+    choice.ancestors = cache::ancestor_owners(options);
     return choice;
 }
 
@@ -116,8 +116,8 @@ util::Dir open_slot_dir(const SlotDirChoice& choice) {
     if (std::optional<util::Dir> dir = open_in_tmp(choice.tmp, choice.ancestors)) {
         return std::move(*dir);
     }
-    const Places places = open_places(choice.cache_root, nullptr, choice.ancestors);
-    return require_layout_dir(places.version, k_locks_dir, nullptr);
+    const cache::Places places = cache::open_places(choice.cache_root, nullptr, choice.ancestors);
+    return cache::require_layout_dir(places.version, cache::k_locks_dir, nullptr);
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

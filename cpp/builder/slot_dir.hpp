@@ -25,7 +25,7 @@
 #include "opweave/module_cache.hpp"
 #include "util/dir.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // The candidates, in the order above; for tests, every one can be given.
 struct SlotDirChoice {
@@ -47,4 +47,4 @@ SlotDirChoice slot_dir_choice(const CacheOptions& options, const std::filesystem
 // lock directory and that cannot be used.
 util::Dir open_slot_dir(const SlotDirChoice& choice);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

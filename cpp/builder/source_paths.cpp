@@ -7,7 +7,7 @@
 #include "builder/build_support.hpp"
 #include "util/c_literal.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -79,7 +79,7 @@ std::filesystem::path launched_compiler_of(const Compiler& compiler, const Modul
     if (identity.launcher.empty() || identity.launcher_wrapper.empty()) {
         return {};
     }
-    return cache::launcher_wrapper_file(cache, identity.launcher_wrapper);
+    return builder::launcher_wrapper_file(cache, identity.launcher_wrapper);
 }
 
 // Keeps the source of a failed compile where the user can open it, and
@@ -101,4 +101,4 @@ std::filesystem::path launched_compiler_of(const Compiler& compiler, const Modul
     throw CompileError(what, error.command(), diagnostics, kept, error.exit_status());
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -14,7 +14,7 @@
 #include "opweave/errors.hpp"
 #include "opweave/module_cache.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 // The flags that make a compile attribute its lines to `source`, the path
 // where the entry keeps it; none under a launcher (see the .cpp).
@@ -37,4 +37,4 @@ std::filesystem::path launched_compiler_of(const Compiler& compiler, const Modul
                                            std::string_view source, const CompileError& error,
                                            const std::vector<std::filesystem::path>& cited);
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

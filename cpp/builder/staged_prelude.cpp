@@ -17,7 +17,7 @@
 #include "util/fs.hpp"
 #include "util/zstd.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 namespace {
 
@@ -70,7 +70,7 @@ bool has_content(const std::filesystem::path& path, std::uint64_t size, const st
     if (!fd || static_cast<std::uint64_t>(st.st_size) != size) {
         return false;
     }
-    return file_sha256(fd.get(), st, Memo::use) == sha256;
+    return cache::file_sha256(fd.get(), st, cache::Memo::use) == sha256;
 }
 
 }  // namespace
@@ -109,15 +109,15 @@ bool StagedPrelude::decompress(const std::string& name) {
     // This version of the file decompressed before, by this process (its
     // frame had the hash verify() compares) or by another that shared it
     // (checked before the compile is kept): link that copy.
-    if (const std::optional<std::string> known = file_sha256(fd.get(), st, Memo::use)) {
+    if (const std::optional<std::string> known = cache::file_sha256(fd.get(), st, cache::Memo::use)) {
         m_files.push_back({name, k_prelude_gch_name, static_cast<std::uint64_t>(st.st_size),
                            *known, {}, {}});
         if (const std::optional<PreludeCopies::Copy> own = PreludeCopies::get().find(tmp, *known)) {
             if (stage_copy(*own)) {
                 return true;
             }
-        } else if (const std::optional<UnpackedCopy> shared =
-                       find_unpacked(tmp.parent_path(), key, *known)) {
+        } else if (const std::optional<cache::UnpackedCopy> shared =
+                       cache::find_unpacked(tmp.parent_path(), key, *known)) {
             m_files.back().copy = shared->path;
             m_files.back().copy_sha256 = shared->sha256;
             if (stage_copy({shared->path, true})) {
@@ -157,7 +157,7 @@ bool StagedPrelude::check_copies() {
     if (!m_copies_hold) {
         bool hold = true;
         for (const File& file : m_files) {
-            if (!file.copy_sha256.empty() && !has_sha256(file.copy, file.copy_sha256)) {
+            if (!file.copy_sha256.empty() && !cache::has_sha256(file.copy, file.copy_sha256)) {
                 // Not left for the next process to compile with and check
                 // again: it decompresses the frame and shares a good copy.
                 ::unlink(file.copy.c_str());
@@ -223,4 +223,4 @@ void StagedPrelude::cite_entry(CompileResult& result) const {
     }
 }
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -26,7 +26,7 @@
 #include "opweave/compiler.hpp"
 #include "opweave/module_cache.hpp"
 
-namespace opweave::cache {
+namespace opweave::builder {
 
 class StagedPrelude {
 public:
@@ -100,4 +100,4 @@ private:
     std::optional<bool> m_copies_hold;  // what check_copies() found, once it ran
 };
 
-}  // namespace opweave::cache
+}  // namespace opweave::builder

@@ -96,7 +96,7 @@ constexpr const char* k_launcher_hint =
 // shape the error message.
 std::filesystem::path require_executable(const std::string& name, const std::string& role,
                                          const std::string& origin, const char* how) {
-    if (auto found = compiler_detail::find_executable(name)) {
+    if (auto found = compiler::find_executable(name)) {
         return *found;
     }
     if (name.find('/') != std::string::npos) {
@@ -107,7 +107,7 @@ std::filesystem::path require_executable(const std::string& name, const std::str
                 ") was not found on PATH (searched PATH=" + path_variable() + ")." + how);
 }
 
-compiler_detail::CompilerCommand resolve_words(const std::vector<std::string>& words,
+compiler::CompilerCommand resolve_words(const std::vector<std::string>& words,
                                                const std::string& origin) {
     const std::string& last = words.back();
     if (last.front() == '-') {
@@ -115,7 +115,7 @@ compiler_detail::CompilerCommand resolve_words(const std::vector<std::string>& w
                     "'; it must end with the compiler (optionally after a launcher, as in "
                     "\"ccache g++\"). Pass compiler flags as job flags instead.");
     }
-    compiler_detail::CompilerCommand command;
+    compiler::CompilerCommand command;
     command.compiler = require_executable(last, "C++ compiler", origin, k_compiler_hint);
     if (words.size() > 1) {
         command.launcher.assign(words.begin(), words.end() - 1);
@@ -136,10 +136,10 @@ std::string CompilerIdentity::key_material() const {
 }
 
 std::filesystem::path find_compiler(std::string_view cxx) {
-    return compiler_detail::resolve_compiler_command(cxx).compiler;
+    return compiler::resolve_compiler_command(cxx).compiler;
 }
 
-namespace compiler_detail {
+namespace compiler {
 
 std::vector<std::string> split_words(std::string_view text) {
     std::vector<std::string> words;
@@ -224,6 +224,6 @@ std::vector<std::string> resolve_launcher(std::string_view launcher) {
     return words;
 }
 
-}  // namespace compiler_detail
+}  // namespace compiler
 
 }  // namespace opweave

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace opweave::compiler_detail {
+namespace opweave::compiler {
 
 // Splits `text` on ASCII whitespace; no quoting is understood.
 std::vector<std::string> split_words(std::string_view text);
@@ -41,4 +41,4 @@ CompilerCommand resolve_compiler_command(std::string_view cxx);
 // program is not found.
 std::vector<std::string> resolve_launcher(std::string_view launcher);
 
-}  // namespace opweave::compiler_detail
+}  // namespace opweave::compiler

@@ -279,12 +279,12 @@ std::string version_of(const std::string& path) {
 
 SystemCompiler::SystemCompiler(CompilerOptions options, const VersionMemo* memo)
     : m_options(std::move(options)) {
-    compiler_detail::CompilerCommand command =
-        compiler_detail::resolve_compiler_command(m_options.cxx);
+    compiler::CompilerCommand command =
+        compiler::resolve_compiler_command(m_options.cxx);
     m_identity.path = command.compiler.string();
 
     // An explicit launcher option wins over one that came with $CXX.
-    std::vector<std::string> configured = compiler_detail::resolve_launcher(m_options.launcher);
+    std::vector<std::string> configured = compiler::resolve_launcher(m_options.launcher);
     m_identity.launcher = configured.empty() ? std::move(command.launcher) : std::move(configured);
 
     const std::optional<std::filesystem::path> file =

@@ -100,8 +100,8 @@ void Sha256::reset() noexcept {
 }
 
 void Sha256::compress(const std::uint8_t* blocks, std::size_t count) noexcept {
-    if (detail::sha256_x86_available()) {
-        detail::sha256_x86_compress(m_state.data(), blocks, count);
+    if (hash::sha256_x86_available()) {
+        hash::sha256_x86_compress(m_state.data(), blocks, count);
         return;
     }
     for (; count > 0; --count, blocks += k_block_size) {

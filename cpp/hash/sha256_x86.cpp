@@ -20,7 +20,7 @@
 #define OPWEAVE_SHA_X86 1
 #endif
 
-namespace opweave::detail {
+namespace opweave::hash {
 
 namespace {
 
@@ -121,4 +121,4 @@ void sha256_x86_compress(std::uint32_t*, const std::uint8_t*, std::size_t) noexc
 
 #endif
 
-}  // namespace opweave::detail
+}  // namespace opweave::hash

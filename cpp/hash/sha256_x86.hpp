@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace opweave::detail {
+namespace opweave::hash {
 
 // Whether this CPU has the SHA extensions (and the SSE4.1 and SSSE3 they
 // are used with). Always false on other architectures.
@@ -24,4 +24,4 @@ void sha256_x86_force_portable(bool portable) noexcept;
 void sha256_x86_compress(std::uint32_t state[8], const std::uint8_t* blocks,
                          std::size_t count) noexcept;
 
-}  // namespace opweave::detail
+}  // namespace opweave::hash

@@ -249,7 +249,13 @@ struct VerifyReport {
 
 class ModuleCache {
 public:
+    // Each member is defined in the file its section names
+    // (tests/python/test_cpp_structure.py checks it).
+
+    // --- cpp/cache/module_cache.cpp: opening, keys, building and publishing.
+
     static constexpr int k_format_version = 2;
+
     static constexpr const char* k_metadata_file = "meta.json";
 
     // Opens (creating if needed, with mode 0700) the cache at options.root.
@@ -257,10 +263,12 @@ public:
     // if other users (group or others) can write to it: they could plant code
     // that this user then loads. The message says how to fix it.
     explicit ModuleCache(CacheOptions options = {});
+
     // Writes the counters not yet on disk.
     ~ModuleCache();
 
     ModuleCache(const ModuleCache&) = delete;
+
     ModuleCache& operator=(const ModuleCache&) = delete;
 
     // $XDG_CACHE_HOME/opweave when XDG_CACHE_HOME is set (and absolute), else
@@ -269,6 +277,7 @@ public:
 
     // The root with symlinks resolved.
     const std::filesystem::path& root() const noexcept { return m_root; }
+
     const CacheOptions& options() const noexcept { return m_options; }
 
     // Whether `key` is 8 to 128 characters of [0-9A-Za-z_-]; keys name
@@ -280,33 +289,6 @@ public:
 
     // The directory of `key`'s entry, whether or not it exists.
     std::filesystem::path entry_dir(std::string_view key) const;
-
-    // The entry if it is published, whole and current, without a lock. A
-    // damaged one is quarantined first (under the key's lock, so a fresh
-    // entry published meanwhile is never moved aside); a stale one (a header
-    // changed) is left for the next build to replace. What was found goes to
-    // `events` if given. With Blocking::no, a damaged entry whose lock is
-    // busy (another process is rebuilding it) is reported missing at once.
-    // Refreshes the last-use time at most once a minute. Throws CacheError
-    // when the entry's place is unusable (owned by another user and cannot
-    // be moved aside).
-    std::optional<Entry> lookup(std::string_view key, std::vector<CacheEvent>* events = nullptr,
-                                BuildMonitor* monitor = nullptr, Blocking wait = Blocking::yes);
-
-    // The verified entry that exports the node `node_key` (see
-    // BuildRecord::exports), or nothing. Reads the node index
-    // (nodes/<n2>/<node key>: a regular file of this user, never a symlink,
-    // holding an entry key), looks that entry up as lookup() does, and
-    // returns it only if its verified metadata lists `node_key`. An index
-    // file that is not such a file, names no usable entry or one that does
-    // not export the node is removed (left as it is in a read-only cache),
-    // and nothing is returned for it. Then the read-only caches of
-    // shared_roots are tried in the same way. Takes no lock but lookup()'s.
-    // Throws std::invalid_argument unless is_key(node_key), and CacheError
-    // as lookup() does.
-    std::optional<Entry> find_export(std::string_view node_key,
-                                     std::vector<CacheEvent>* events = nullptr,
-                                     BuildMonitor* monitor = nullptr);
 
     // Returns the entry, building it with `build` when there is no valid one:
     // takes the key's lock (waiting at most the configured timeout, else
@@ -332,6 +314,67 @@ public:
     CacheResult replace(std::string_view key, const BuildFn& build,
                         BuildMonitor* monitor = nullptr);
 
+    // Moves the entry of `key` into quarantine (under its lock) because a
+    // caller found it unusable, e.g. a verified module that still fails to
+    // load: only if it still holds the file `holding` (when given), so that
+    // an entry replaced or removed meanwhile by another process is left
+    // alone. Returns whether an entry was moved.
+    bool quarantine(std::string_view key, std::string_view problem,
+                    std::string_view holding = {}, BuildMonitor* monitor = nullptr);
+
+    // Notes that a build of `key` was wanted and returns whether one was
+    // wanted before, by this process or another (a file `<root>/v2/wants/<key>`,
+    // kept at most 7 days). So a build that pays off only when used again (a
+    // precompiled prelude) starts at the second want. False in a read-only
+    // cache, which builds nothing.
+    bool wanted_before(std::string_view key);
+
+    // Stores the source of a failed build as `<root>/v2/failed/<key>.cpp` and
+    // returns that path, so an error message can name a file that outlives
+    // the build's staging directory. Throws CacheError.
+    std::filesystem::path keep_failed_source(std::string_view key, std::string_view source);
+
+    // Writes the counters this object gathered to stats.json now (they are
+    // written at most once a second otherwise, and on destruction).
+    void flush_counters();
+
+    // Counts a hit that a caller served from lookup() without get_or_build
+    // (an index of its own named the entry), and the seconds it saved.
+    void note_hit(double saved_seconds = 0.0);
+
+    // --- cpp/cache/entry_lookup.cpp: lookups.
+
+    // The entry if it is published, whole and current, without a lock. A
+    // damaged one is quarantined first (under the key's lock, so a fresh
+    // entry published meanwhile is never moved aside); a stale one (a header
+    // changed) is left for the next build to replace. What was found goes to
+    // `events` if given. With Blocking::no, a damaged entry whose lock is
+    // busy (another process is rebuilding it) is reported missing at once.
+    // Refreshes the last-use time at most once a minute. Throws CacheError
+    // when the entry's place is unusable (owned by another user and cannot
+    // be moved aside).
+    std::optional<Entry> lookup(std::string_view key, std::vector<CacheEvent>* events = nullptr,
+                                BuildMonitor* monitor = nullptr, Blocking wait = Blocking::yes);
+
+    // --- cpp/cache/node_index.cpp: the node index.
+
+    // The verified entry that exports the node `node_key` (see
+    // BuildRecord::exports), or nothing. Reads the node index
+    // (nodes/<n2>/<node key>: a regular file of this user, never a symlink,
+    // holding an entry key), looks that entry up as lookup() does, and
+    // returns it only if its verified metadata lists `node_key`. An index
+    // file that is not such a file, names no usable entry or one that does
+    // not export the node is removed (left as it is in a read-only cache),
+    // and nothing is returned for it. Then the read-only caches of
+    // shared_roots are tried in the same way. Takes no lock but lookup()'s.
+    // Throws std::invalid_argument unless is_key(node_key), and CacheError
+    // as lookup() does.
+    std::optional<Entry> find_export(std::string_view node_key,
+                                     std::vector<CacheEvent>* events = nullptr,
+                                     BuildMonitor* monitor = nullptr);
+
+    // --- cpp/cache/entry_pack.cpp: entries as bytes.
+
     // The one way an entry leaves the cache: the verified entry of `key` as
     // one byte string (a pack: its metadata and every file it lists, as
     // published), or nothing when there is no valid entry (or it was
@@ -350,6 +393,8 @@ public:
     std::optional<std::string> read_entry_file(std::string_view key, std::string_view name,
                                                std::vector<CacheEvent>* events = nullptr);
 
+    // --- cpp/cache/entry_adopt.cpp: publishing another cache's entry.
+
     // Publishes the pack of another cache (export_entry: an export file, a
     // remote storage) as the entry of `key` after verifying it as a lookup
     // verifies a local entry: it is the pack of `key`; its metadata names
@@ -362,13 +407,7 @@ public:
     CacheResult adopt(std::string_view key, std::string_view pack,
                       BuildMonitor* monitor = nullptr);
 
-    // Moves the entry of `key` into quarantine (under its lock) because a
-    // caller found it unusable, e.g. a verified module that still fails to
-    // load: only if it still holds the file `holding` (when given), so that
-    // an entry replaced or removed meanwhile by another process is left
-    // alone. Returns whether an entry was moved.
-    bool quarantine(std::string_view key, std::string_view problem,
-                    std::string_view holding = {}, BuildMonitor* monitor = nullptr);
+    // --- cpp/cache/cache_maintenance.cpp: listing, checking and removing entries.
 
     // Every published entry as its metadata says (not verified), sorted by
     // key. Entries whose metadata cannot be read are listed with kind
@@ -405,30 +444,12 @@ public:
     PruneResult prune(std::optional<std::uint64_t> max_total_bytes,
                       std::optional<double> older_than_seconds, std::string_view keep = {});
 
-    // Notes that a build of `key` was wanted and returns whether one was
-    // wanted before, by this process or another (a file `<root>/v2/wants/<key>`,
-    // kept at most 7 days). So a build that pays off only when used again (a
-    // precompiled prelude) starts at the second want. False in a read-only
-    // cache, which builds nothing.
-    bool wanted_before(std::string_view key);
-
-    // Stores the source of a failed build as `<root>/v2/failed/<key>.cpp` and
-    // returns that path, so an error message can name a file that outlives
-    // the build's staging directory. Throws CacheError.
-    std::filesystem::path keep_failed_source(std::string_view key, std::string_view source);
-
     // Removes what killed processes left behind (staging directories of dead
     // builds), trash, old quarantined entries, and the directories of older
     // layout versions. Returns how many directories were removed.
     std::size_t sweep();
 
-    // Writes the counters this object gathered to stats.json now (they are
-    // written at most once a second otherwise, and on destruction).
-    void flush_counters();
-
-    // Counts a hit that a caller served from lookup() without get_or_build
-    // (an index of its own named the entry), and the seconds it saved.
-    void note_hit(double saved_seconds = 0.0);
+    // --- cpp/cache/record_store.cpp: records.
 
     // Records: small pieces of derived state that callers keep beside the
     // entries to skip work on this machine (what a compiler's -march=native
@@ -472,6 +493,7 @@ public:
     void keep_file_digests();
 
 private:
+    // --- cpp/cache/module_cache.cpp.
     // Holds the cache to max_total_bytes after this process published an
     // entry of `added` bytes (`keep`): prunes when the size this process
     // last listed (at its first build, the size stats.json records) plus
@@ -486,6 +508,8 @@ private:
     void after_build(std::string_view key, const CacheResult& result, const CacheCounters& counts);
     // Throws CacheError when the cache is read-only: it does not `what`.
     void refuse_if_read_only(const char* what) const;
+
+    // --- cpp/cache/entry_lookup.cpp.
     // lookup() in this (writable) cache only, past its layers.
     std::optional<Entry> lookup_here(std::string_view key, std::vector<CacheEvent>* events,
                                      BuildMonitor* monitor, Blocking wait);
@@ -499,10 +523,14 @@ private:
                                           std::vector<CacheEvent>* events) const;
     std::optional<Entry> lookup_read_only(std::string_view key,
                                           std::vector<CacheEvent>* events) const;
+
+    // --- cpp/cache/node_index.cpp.
     // find_export in this cache, without removing anything (read_only or
     // a shared layer).
     std::optional<Entry> find_export_read_only(std::string_view node_key,
                                                std::vector<CacheEvent>* events) const;
+
+    // --- cpp/cache/record_store.cpp.
     // read_record in this cache, trusting its owners, without removing.
     std::optional<std::string> read_record_read_only(std::string_view kind,
                                                      std::string_view name) const;

@@ -44,28 +44,28 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 OPWEAVE_TEST(compile_jobs_defaults_to_the_usable_cpus) {
-    CHECK_EQ(cache::compile_jobs(0), util::usable_cpus());
-    CHECK_EQ(cache::compile_jobs(-2), util::usable_cpus());
-    CHECK_EQ(cache::compile_jobs(3), 3);
+    CHECK_EQ(builder::compile_jobs(0), util::usable_cpus());
+    CHECK_EQ(builder::compile_jobs(-2), util::usable_cpus());
+    CHECK_EQ(builder::compile_jobs(3), 3);
 }
 
 OPWEAVE_TEST(at_most_jobs_slots_are_held_at_once) {
     TempDir dir;
-    cache::CompileSlot first(open(dir), 2, 5.0, nullptr);
-    cache::CompileSlot second(open(dir), 2, 5.0, nullptr);
+    builder::CompileSlot first(open(dir), 2, 5.0, nullptr);
+    builder::CompileSlot second(open(dir), 2, 5.0, nullptr);
     CHECK(first.index() != second.index());
-    CHECK_THROWS_AS(cache::CompileSlot(open(dir), 2, 0.1, nullptr), LockTimeout);
+    CHECK_THROWS_AS(builder::CompileSlot(open(dir), 2, 0.1, nullptr), LockTimeout);
 }
 
 OPWEAVE_TEST(a_released_slot_is_taken_by_a_waiter) {
     TempDir dir;
-    auto held = std::make_unique<cache::CompileSlot>(open(dir), 1, 5.0, nullptr);
+    auto held = std::make_unique<builder::CompileSlot>(open(dir), 1, 5.0, nullptr);
     std::thread release([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         held.reset();
     });
     const auto start = std::chrono::steady_clock::now();
-    const cache::CompileSlot taken(open(dir), 1, 5.0, nullptr);
+    const builder::CompileSlot taken(open(dir), 1, 5.0, nullptr);
     release.join();
     CHECK_EQ(taken.index(), 0);
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(90));
@@ -73,9 +73,9 @@ OPWEAVE_TEST(a_released_slot_is_taken_by_a_waiter) {
 
 OPWEAVE_TEST(a_slot_wait_stops_when_the_monitor_asks) {
     TempDir dir;
-    const cache::CompileSlot held(open(dir), 1, 5.0, nullptr);
+    const builder::CompileSlot held(open(dir), 1, 5.0, nullptr);
     StopAfter monitor(3);
-    CHECK_THROWS_AS(cache::CompileSlot(open(dir), 1, 5.0, &monitor), Interrupted);
+    CHECK_THROWS_AS(builder::CompileSlot(open(dir), 1, 5.0, &monitor), Interrupted);
 }
 
 OPWEAVE_TEST(caches_with_different_roots_share_the_slots_of_one_directory) {
@@ -89,10 +89,10 @@ OPWEAVE_TEST(caches_with_different_roots_share_the_slots_of_one_directory) {
     options.root = dir / "two";
     const ModuleCache two(options);
     {
-        const cache::CompileSlot held(one, nullptr);
-        CHECK_THROWS_AS(cache::CompileSlot(two, nullptr), LockTimeout);
+        const builder::CompileSlot held(one, nullptr);
+        CHECK_THROWS_AS(builder::CompileSlot(two, nullptr), LockTimeout);
     }
-    const cache::CompileSlot taken(two, nullptr);
+    const builder::CompileSlot taken(two, nullptr);
     CHECK(std::filesystem::exists(dir / "slots/compile-slot-0.lock"));
     CHECK(!std::filesystem::exists(dir / "one/v2/locks/compile-slot-0.lock"));
 }
@@ -106,7 +106,7 @@ OPWEAVE_TEST(without_a_slot_dir_the_slots_go_to_the_runtime_dir) {
     options.root = dir / "cache";
     const ModuleCache cache(options);
     {
-        const cache::CompileSlot held(cache, nullptr);
+        const builder::CompileSlot held(cache, nullptr);
     }
     ::unsetenv("XDG_RUNTIME_DIR");
     CHECK(std::filesystem::exists(dir / "runtime/opweave/compile-slot-0.lock"));
@@ -116,14 +116,14 @@ OPWEAVE_TEST(a_waiter_takes_a_freed_slot_within_100_ms) {
     TempDir dir;
     std::vector<double> delays;
     for (int run = 0; run < 5; ++run) {
-        auto held = std::make_unique<cache::CompileSlot>(open(dir), 1, 5.0, nullptr);
+        auto held = std::make_unique<builder::CompileSlot>(open(dir), 1, 5.0, nullptr);
         std::atomic<Clock::rep> released{0};
         std::thread release([&] {
             std::this_thread::sleep_for(std::chrono::milliseconds(60));
             released = Clock::now().time_since_epoch().count();
             held.reset();
         });
-        const cache::CompileSlot taken(open(dir), 1, 5.0, nullptr);
+        const builder::CompileSlot taken(open(dir), 1, 5.0, nullptr);
         const auto now = Clock::now().time_since_epoch().count();
         release.join();
         delays.push_back(std::chrono::duration<double>(Clock::duration(now - released)).count());
@@ -136,7 +136,7 @@ OPWEAVE_TEST(a_forked_child_does_not_keep_a_slot_when_its_parent_dies) {
     TempDir dir;
     const pid_t holder = ::fork();
     if (holder == 0) {
-        const cache::CompileSlot held(open(dir), 1, 5.0, nullptr);
+        const builder::CompileSlot held(open(dir), 1, 5.0, nullptr);
         if (::fork() == 0) {
             ::usleep(1500 * 1000);  // outlives its parent by far
             ::_exit(0);
@@ -146,7 +146,7 @@ OPWEAVE_TEST(a_forked_child_does_not_keep_a_slot_when_its_parent_dies) {
     CHECK(holder > 0);
     int status = 0;
     ::waitpid(holder, &status, 0);
-    CHECK_EQ(cache::CompileSlot(open(dir), 1, 0.3, nullptr).index(), 0);
+    CHECK_EQ(builder::CompileSlot(open(dir), 1, 0.3, nullptr).index(), 0);
 }
 
 OPWEAVE_TEST(run_parallel_runs_every_task_on_at_most_the_threads) {

@@ -29,7 +29,7 @@ OPWEAVE_TEST(python_symbols_are_expected_and_their_reports_dropped) {
         "module.o:module.cpp:function f(): warning: undefined reference to 'PyErr_SetString'\n"
         "module.o:module.cpp:function f(): warning: undefined reference to '__asan_report'\n"
         "module.cpp:1: warning: something else\n");
-    cache::check_undefined_symbols(result);
+    builder::check_undefined_symbols(result);
     CHECK_EQ(result.diagnostics, std::string("module.cpp:1: warning: something else\n"));
 }
 
@@ -41,7 +41,7 @@ OPWEAVE_TEST(any_other_undefined_symbol_is_an_error_naming_it) {
         CompileResult result = linked_with(report);
         bool thrown = false;
         try {
-            cache::check_undefined_symbols(result);
+            builder::check_undefined_symbols(result);
         } catch (const CompileError& error) {
             thrown = true;
             CHECK(std::string(error.what()).find("'missing(int)'") != std::string::npos);
@@ -57,28 +57,28 @@ OPWEAVE_TEST(the_names_defined_twice_are_read_from_each_linker) {
         "unit-1.o:unit.cpp:function helper(int): error: multiple definition of 'helper(int)'\n",
         "ld.lld: error: duplicate symbol: helper(int)\n"};
     for (const std::string& report : reports) {
-        const std::vector<std::string> names = cache::duplicate_symbols(report);
+        const std::vector<std::string> names = builder::duplicate_symbols(report);
         CHECK_EQ(names.size(), 1u);
         CHECK_EQ(names.at(0), std::string("helper(int)"));
     }
-    CHECK(cache::duplicate_symbols("ld: cannot find -lfoo\n").empty());
+    CHECK(builder::duplicate_symbols("ld: cannot find -lfoo\n").empty());
     // Each name once, however many times it is reported.
-    CHECK_EQ(cache::duplicate_symbols(reports[0] + reports[0]).size(), 1u);
+    CHECK_EQ(builder::duplicate_symbols(reports[0] + reports[0]).size(), 1u);
 }
 
 OPWEAVE_TEST(a_piece_defines_a_name_only_with_a_body_or_a_value) {
-    CHECK(cache::defines("int helper(int x) { return x; }\n", "helper"));
-    CHECK(cache::defines("static inline int\nhelper(int x) noexcept\n{\n  return x;\n}\n", "helper"));
-    CHECK(cache::defines("int counter = 0;\n", "counter"));
-    CHECK(cache::defines("double table[4];\n", "table"));
-    CHECK(cache::defines("namespace ns {\nint helper() { return 1; }\n}\n", "helper"));
-    CHECK(cache::defines("extern \"C\" {\nint helper() { return 1; }\n}\n", "helper"));
-    CHECK(cache::defines("{ int x; }\nint helper() { return 1; }\n", "helper"));  // a brace first
+    CHECK(builder::defines("int helper(int x) { return x; }\n", "helper"));
+    CHECK(builder::defines("static inline int\nhelper(int x) noexcept\n{\n  return x;\n}\n", "helper"));
+    CHECK(builder::defines("int counter = 0;\n", "counter"));
+    CHECK(builder::defines("double table[4];\n", "table"));
+    CHECK(builder::defines("namespace ns {\nint helper() { return 1; }\n}\n", "helper"));
+    CHECK(builder::defines("extern \"C\" {\nint helper() { return 1; }\n}\n", "helper"));
+    CHECK(builder::defines("{ int x; }\nint helper() { return 1; }\n", "helper"));  // a brace first
     // Declarations, uses, comments and strings define nothing.
-    CHECK(!cache::defines("int helper(int);\n", "helper"));
-    CHECK(!cache::defines("extern int counter;\n", "counter"));
-    CHECK(!cache::defines("int f() { if (helper(1)) { return 1; } return 0; }\n", "helper"));
-    CHECK(!cache::defines("// int helper() { return 1; }\nconst char* s = \"helper() {}\";\n",
+    CHECK(!builder::defines("int helper(int);\n", "helper"));
+    CHECK(!builder::defines("extern int counter;\n", "counter"));
+    CHECK(!builder::defines("int f() { if (helper(1)) { return 1; } return 0; }\n", "helper"));
+    CHECK(!builder::defines("// int helper() { return 1; }\nconst char* s = \"helper() {}\";\n",
                           "helper"));
-    CHECK(!cache::defines("int helpers() { return 1; }\n", "helper"));
+    CHECK(!builder::defines("int helpers() { return 1; }\n", "helper"));
 }

@@ -229,8 +229,8 @@ OPWEAVE_TEST(real_gcc_uses_the_prelude) {
     job.output = dir / "module.so";
     // As a build does: staged (decompressed) in a private directory.
     fs::create_directory(dir / "staging");
-    std::optional<cache::StagedPrelude> staged =
-        cache::StagedPrelude::stage(prelude.dir, dir / "staging");
+    std::optional<builder::StagedPrelude> staged =
+        builder::StagedPrelude::stage(prelude.dir, dir / "staging");
     CHECK(staged.has_value() && staged->verify(prelude));
     job.unkeyed_flags = staged->include_flags();
     job.unkeyed_flags.insert(job.unkeyed_flags.end(), {"-Winvalid-pch", "-H"});

@@ -301,14 +301,14 @@ OPWEAVE_TEST(sha256_portable_and_accelerated_agree) {
         }
         accelerated.push_back(hex_of(message));
     }
-    opweave::detail::sha256_x86_force_portable(true);
+    opweave::hash::sha256_x86_force_portable(true);
     CHECK_EQ(hex_of("abc"),
              std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
     std::size_t index = 0;
     for (std::size_t length = 0; length < 700; length += 7, ++index) {
         CHECK_EQ(hex_of(message.substr(0, length)), accelerated[index]);
     }
-    opweave::detail::sha256_x86_force_portable(false);
+    opweave::hash::sha256_x86_force_portable(false);
 }
 
 OPWEAVE_TEST(named_fields_are_hashed_and_shown_in_one_pass) {

@@ -12,20 +12,6 @@ import pytest
 from support.quick_start import quick_start_commands
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](Python\.h|pybind11/)', re.MULTILINE)
-
-
-def test_core_does_not_include_python_or_pybind11() -> None:
-    sources = [*(ROOT / "include").rglob("*.hpp"), *(ROOT / "cpp").rglob("*.[ch]pp")]
-    offenders = [
-        str(path.relative_to(ROOT))
-        for path in sources
-        if "bindings" not in path.relative_to(ROOT).parts
-        and PYTHON_INCLUDE.search(path.read_text())
-    ]
-    assert sources and offenders == []
-
-
 # A path in backquotes: a name with a slash or a known file suffix.
 _NAMED_PATH = re.compile(r"`([\w./-]+(?:/|\.(?:py|pyi|cpp|hpp|h|md|toml|txt|cmake|in)))`")
 

@@ -14,13 +14,11 @@
 
 #include <cstddef>
 
-#include "bindings/bindings.hpp"
-#include "bindings/failed_call.hpp"
+#include "runtime/types.hpp"
+#include "runtime/failed_call.hpp"
 #include "opweave/graph_abi.h"
 
-namespace py = pybind11;
-
-namespace opweave::bindings {
+namespace opweave::runtime {
 
 namespace {
 
@@ -448,7 +446,7 @@ const char* k_function_doc =
 
 }  // namespace
 
-void init_function(py::module_& m) {
+PyObject* new_function_type() {
     PyType_Slot slots[] = {
         {Py_tp_doc, const_cast<char*>(k_function_doc)},
         {Py_tp_new, reinterpret_cast<void*>(function_new)},
@@ -468,11 +466,7 @@ void init_function(py::module_& m) {
         Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
         slots,
     };
-    PyObject* type = PyType_FromSpec(&spec);
-    if (type == NULL) {
-        throw py::error_already_set();
-    }
-    m.add_object("Function", py::reinterpret_steal<py::object>(type));
+    return PyType_FromSpec(&spec);
 }
 
-}  // namespace opweave::bindings
+}  // namespace opweave::runtime

@@ -1,7 +1,7 @@
 // opweave._core.StepRunner: the runner's object and its step table, shared
-// by bind_step_runner.cpp (the call path, the runner's lifetime and its
+// by step_runner.cpp (the call path, the runner's lifetime and its
 // type) and step_table.cpp (the constructor: its arguments and the step
-// table's checks). Internal to the bindings.
+// table's checks). Internal to the runtime.
 #pragma once
 
 #include <Python.h>
@@ -10,7 +10,7 @@
 
 #include "opweave/graph_abi.h"
 
-namespace opweave::bindings::step_runner {
+namespace opweave::runtime::step_runner {
 
 enum class StepKind : long { compiled = 0, python = 1 };
 
@@ -58,8 +58,8 @@ struct StepRunnerObject {
 PyObject* runner_new(PyTypeObject* type, PyObject* args, PyObject* kwargs);
 
 // A call: runs the steps on the arguments, or hands an unusual call or a
-// failure to on_error. In bind_step_runner.cpp.
+// failure to on_error. In step_runner.cpp.
 PyObject* runner_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames);
 
-}  // namespace opweave::bindings::step_runner
+}  // namespace opweave::runtime::step_runner

@@ -4,7 +4,7 @@
 //
 // Every slot index is checked to be in range, and every step's writes: no
 // step writes an argument or constant slot, a slot it reads, or one slot
-// twice (so the call path, in bind_step_runner.cpp, can release a slot's
+// twice (so the call path, in step_runner.cpp, can release a slot's
 // old value before the step runs). Constant and kept slots are never
 // emptied by gc, and no output slot is kept. What is left, the transient
 // slots, is listed for the call path to empty after every call, and the
@@ -14,11 +14,11 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "bindings/failed_call.hpp"
-#include "bindings/step_runner.hpp"
+#include "runtime/failed_call.hpp"
+#include "runtime/step_runner.hpp"
 #include "opweave/graph_abi.h"
 
-namespace opweave::bindings::step_runner {
+namespace opweave::runtime::step_runner {
 
 namespace {
 
@@ -532,4 +532,4 @@ PyObject* runner_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     return result;
 }
 
-}  // namespace opweave::bindings::step_runner
+}  // namespace opweave::runtime::step_runner

@@ -1,7 +1,7 @@
 // opweave._core: the arguments of a compiled call's error handler.
-#include "bindings/failed_call.hpp"
+#include "runtime/failed_call.hpp"
 
-namespace opweave::bindings {
+namespace opweave::runtime {
 
 PyObject* fetch_error() {
     PyObject *type, *value, *traceback;
@@ -41,4 +41,4 @@ int pack_call(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObje
     return 0;
 }
 
-}  // namespace opweave::bindings
+}  // namespace opweave::runtime

@@ -17,12 +17,10 @@
 
 #include <cstddef>
 
-#include "bindings/bindings.hpp"
-#include "bindings/failed_call.hpp"
+#include "runtime/types.hpp"
+#include "runtime/failed_call.hpp"
 
-namespace py = pybind11;
-
-namespace opweave::bindings {
+namespace opweave::runtime {
 
 namespace cell_call {
 
@@ -312,7 +310,7 @@ const char* k_cell_call_doc =
 
 }  // namespace cell_call
 
-void init_cell_call(py::module_& m) {
+PyObject* new_cell_call_type() {
     using namespace cell_call;
     PyType_Slot slots[] = {
         {Py_tp_doc, const_cast<char*>(k_cell_call_doc)},
@@ -331,11 +329,7 @@ void init_cell_call(py::module_& m) {
         Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
         slots,
     };
-    PyObject* type = PyType_FromSpec(&spec);
-    if (type == NULL) {
-        throw py::error_already_set();
-    }
-    m.add_object("CellCall", py::reinterpret_steal<py::object>(type));
+    return PyType_FromSpec(&spec);
 }
 
-}  // namespace opweave::bindings
+}  // namespace opweave::runtime

@@ -29,13 +29,11 @@
 
 #include <cstddef>
 
-#include "bindings/bindings.hpp"
-#include "bindings/failed_call.hpp"
-#include "bindings/step_runner.hpp"
+#include "runtime/types.hpp"
+#include "runtime/failed_call.hpp"
+#include "runtime/step_runner.hpp"
 
-namespace py = pybind11;
-
-namespace opweave::bindings {
+namespace opweave::runtime {
 
 namespace step_runner {
 
@@ -437,7 +435,7 @@ const char* k_step_runner_doc =
 
 }  // namespace step_runner
 
-void init_step_runner(py::module_& m) {
+PyObject* new_step_runner_type() {
     using namespace step_runner;
     PyType_Slot slots[] = {
         {Py_tp_doc, const_cast<char*>(k_step_runner_doc)},
@@ -457,11 +455,7 @@ void init_step_runner(py::module_& m) {
         Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
         slots,
     };
-    PyObject* type = PyType_FromSpec(&spec);
-    if (type == NULL) {
-        throw py::error_already_set();
-    }
-    m.add_object("StepRunner", py::reinterpret_steal<py::object>(type));
+    return PyType_FromSpec(&spec);
 }
 
-}  // namespace opweave::bindings
+}  // namespace opweave::runtime
