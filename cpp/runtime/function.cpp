@@ -400,6 +400,27 @@ PyObject* get_is_compiled(PyObject* object, void*) {
     return PyBool_FromLong(reinterpret_cast<FunctionObject*>(object)->module != NULL);
 }
 
+// A view of the record of how the function was compiled: the attribute
+// `closure` (a field name) of the object in the instance's `compiled`
+// (opweave.link.compiled.Compiled, written by record_compiled alone).
+// Read-only, so that nothing writes these names beside the record.
+PyObject* get_compiled_field(PyObject* object, void* closure) {
+    const char* name = static_cast<const char*>(closure);
+    PyObject* dict = reinterpret_cast<FunctionObject*>(object)->dict;
+    PyObject* record = dict != NULL ? PyDict_GetItemString(dict, "compiled") : NULL;  // borrowed
+    if (record == NULL) {
+        PyErr_Format(PyExc_AttributeError,
+                     "'opweave._core.Function' object has no attribute '%s' (it has no record of "
+                     "how it was compiled)",
+                     name);
+        return NULL;
+    }
+    return PyObject_GetAttrString(record, name);
+}
+
+#define OPWEAVE_COMPILED_FIELD(name, doc) \
+    {name, get_compiled_field, NULL, doc " (a view of compiled)", const_cast<char*>(name)}
+
 PyMethodDef function_methods[] = {
     {"free", function_free, METH_NOARGS,
      "free(): releases what the compiled graph keeps between calls (its intermediate\n"
@@ -424,8 +445,20 @@ PyGetSetDef function_getset[] = {
      NULL},
     {"is_compiled", get_is_compiled, NULL, "True when a compiled graph module runs the calls.",
      NULL},
+    OPWEAVE_COMPILED_FIELD("source", "The source file of the module that runs the whole graph"),
+    OPWEAVE_COMPILED_FIELD("library", "Its shared library"),
+    OPWEAVE_COMPILED_FIELD("cache_outcome", "Its cache outcome: hit, built or built_by_other"),
+    OPWEAVE_COMPILED_FIELD("compile_seconds", "Its wall seconds per phase"),
+    OPWEAVE_COMPILED_FIELD("compile_units", "Its units' outcomes and compile seconds"),
+    OPWEAVE_COMPILED_FIELD("whole_because", "Why a graph planned in units was compiled as one"),
+    OPWEAVE_COMPILED_FIELD("compiled_parts", "The modules the function runs"),
+    OPWEAVE_COMPILED_FIELD("node_outcomes", "Per node, its module's outcome (None: perform runs)"),
+    OPWEAVE_COMPILED_FIELD("compile_profile", "Where the time of making the function went"),
+    OPWEAVE_COMPILED_FIELD("recipe", "What pickling replays"),
     {NULL, NULL, NULL, NULL, NULL},
 };
+
+#undef OPWEAVE_COMPILED_FIELD
 
 PyMemberDef function_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(FunctionObject, vectorcall), READONLY, NULL},

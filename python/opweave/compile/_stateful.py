@@ -20,6 +20,7 @@ from typing import Any
 from opweave import _core
 from opweave._namedtuple import NamedTuple
 from opweave.link.callable import InputBinding
+from opweave.link.compiled import record_compiled
 
 __all__ = ["FunctionMaker", "FunctionRecipe", "stateful_function", "wrapping_function"]
 
@@ -73,21 +74,8 @@ def stateful_function(inner: Any, binding: InputBinding, args: Any) -> Any:
 
 def wrapping_function(run: Any, inner: Any, unpack_single: bool) -> Any:
     """A Function running ``run``, a Python wrapper around the Function
-    ``inner``, that shows ``inner``'s compiled module (source, library,
-    cache outcome, compile seconds and units, compiled parts)."""
+    ``inner``, that shows how ``inner`` was compiled: its record
+    (:class:`~opweave.link.compiled.Compiled`), the same object."""
     fn = _core.Function(impl=run, unpack_single=unpack_single)
-    for attribute in _COMPILED_ATTRIBUTES:
-        if hasattr(inner, attribute):
-            setattr(fn, attribute, getattr(inner, attribute))
-    return fn
-
-
-_COMPILED_ATTRIBUTES = (
-    "source",
-    "library",
-    "cache_outcome",
-    "compile_seconds",
-    "compile_units",
-    "whole_because",
-    "compiled_parts",
-)
+    compiled = getattr(inner, "compiled", None)
+    return fn if compiled is None else record_compiled(fn, **compiled._asdict())

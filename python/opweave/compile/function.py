@@ -3,7 +3,9 @@
 In C mode the callable is an :class:`opweave._core.Function` running the
 graph's compiled module through vectorcall (made by
 :mod:`opweave.link.callable`, the one path from a compiled module to a
-callable); the other modes wrap a Python loop over the nodes in the same type.
+callable); ``c|py`` wraps one loop in C over its steps (``_core.StepRunner``),
+``py`` and DebugMode a Python loop over the nodes, in the same type. How it
+was compiled is one record, ``fn.compiled`` (:mod:`opweave.link.compiled`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from opweave.graph.basic import Variable
 from opweave.graph.destroy import infer_reuse_pattern
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding
+from opweave.link.compiled import Compiled, record_compiled
 from opweave.link.thunk import Linker
 
 __all__ = ["Function", "compile_profile", "describe_profile", "function"]
@@ -41,25 +44,27 @@ if TYPE_CHECKING:
         """What :func:`function` returns: an :class:`opweave._core.Function`
         and the attributes opweave stores on it, declared here once."""
 
-        # The compiled module (opweave.link.callable.compiled_function).
+        # How it was compiled, written once (opweave.link.compiled), and
+        # the read-only views of it that cpp/runtime/function.cpp shows.
+        compiled: Compiled
         source: str
         library: str
         cache_outcome: str  # "hit", "built" or "built_by_other"
         compile_seconds: dict[str, float]
         compile_units: tuple[tuple[str, float], ...]
         whole_because: str  # why a graph planned in units was compiled as one
-        # "c|py" (opweave.link.c.opwise and _step_table).
-        compiled_parts: list[Any]  # the modules it uses (outcome, seconds)
-        runner: _core.StepRunner  # the loop in C
+        compiled_parts: list[Any]  # the modules it uses (ModulePart)
         node_outcomes: list[str | None]  # per node, None where perform runs
-        # opweave.function (here, _stateful and debugmode).
         compile_profile: dict[str, Any]
+        recipe: FunctionRecipe
+        # "c|py": the loop in C (opweave.link.c._step_table).
+        runner: _core.StepRunner
+        # opweave.function (here, _stateful and debugmode).
         name: str | None
         fgraph: FunctionGraph
         inputs: list[Variable]
         outputs: list[Variable]
         mode: Mode
-        recipe: FunctionRecipe
         maker: FunctionMaker  # PyTensor's f.maker: fgraph, mode, inputs, outputs
         inner: Function  # with shared variables: the function of inputs and shared values
         node_checks: list[NodeCheck]  # DebugMode
@@ -121,11 +126,13 @@ def function(
         fn.trust_input = trust_input
         explicit = InputBinding(args.inputs, label, allow_input_downcast)
         fn = stateful_function(fn, explicit, args)
-    fn.compile_profile = compile_profile(fn, graph_seconds, time.perf_counter() - start)
-    if fn.compile_profile["compiled"]:  # a hit stays quiet
-        _log.info("%s ready in %s", label, describe_profile(fn.compile_profile))
-    _describe(fn, fgraph, chosen, args, (inputs, mode, name, trust_input, allow_input_downcast))
-    return fn
+    profile = compile_profile(fn, graph_seconds, time.perf_counter() - start)
+    if profile["compiled"]:  # a hit stays quiet
+        _log.info("%s ready in %s", label, describe_profile(profile))
+    recipe = _describe(
+        fn, fgraph, chosen, args, (inputs, mode, name, trust_input, allow_input_downcast)
+    )
+    return record_compiled(fn, profile=profile, recipe=recipe)
 
 
 def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, Prepared, Mode]:
@@ -149,9 +156,11 @@ def _linked_graph(args: Any, chosen: Mode) -> tuple[Linker, Prepared, Mode]:
     return linker.accept(fgraph, no_recycling=no_recycling), prepared, chosen
 
 
-def _describe(fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tuple) -> None:
+def _describe(
+    fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tuple
+) -> FunctionRecipe:
     """Sets what a Function shows of how it was made (PyTensor's
-    attributes, and the recipe that pickling replays)."""
+    attributes); returns the recipe that pickling replays."""
     inputs, mode, name, trust_input, allow_input_downcast = call
     fn.trust_input = trust_input
     fn.name = name
@@ -160,7 +169,7 @@ def _describe(fn: Any, fgraph: FunctionGraph, chosen: Mode, args: Any, call: tup
     fn.outputs = args.outputs
     fn.mode = chosen
     fn.maker = FunctionMaker(fgraph, chosen, args.inputs, args.outputs)
-    fn.recipe = FunctionRecipe(
+    return FunctionRecipe(
         list(inputs),  # In(mutable=True) kept
         args.outputs[0] if args.single else args.outputs,
         chosen if mode is not None else None,
@@ -188,19 +197,20 @@ def compile_profile(fn: Any, graph_seconds: float, total: float) -> dict[str, An
     and ``whole_because``: why a graph planned in units was compiled as one
     ("" when it was not); ``compiled`` and ``reused``: how many modules were
     built here and found."""
-    parts = [fn] if hasattr(fn, "compile_seconds") else getattr(fn, "compiled_parts", [])
+    compiled: Compiled | None = getattr(fn, "compiled", None)
+    parts = compiled.parts if compiled is not None else ()
     profile: dict[str, Any] = {"graph": graph_seconds}
     for phase in _PHASES[1:]:
-        profile[phase] = sum(part.compile_seconds.get(phase, 0.0) for part in parts)
+        profile[phase] = sum(part.seconds.get(phase, 0.0) for part in parts)
     profile["other"] = max(total - sum(profile[p] for p in _PHASES), 0.0)
     profile["total"] = total
     profile["modules"] = [
         {
-            "outcome": part.cache_outcome,
-            "compile": part.compile_seconds.get("compile", 0.0),
-            "units_compiled": sum(1 for o, _ in getattr(part, "compile_units", ()) if o != "hit"),
-            "units_reused": sum(1 for o, _ in getattr(part, "compile_units", ()) if o == "hit"),
-            "whole_because": getattr(part, "whole_because", ""),
+            "outcome": part.outcome,
+            "compile": part.seconds.get("compile", 0.0),
+            "units_compiled": sum(1 for o, _ in part.units if o != "hit"),
+            "units_reused": sum(1 for o, _ in part.units if o == "hit"),
+            "whole_because": part.whole_because,
         }
         for part in parts
     ]
@@ -268,7 +278,8 @@ def _rebuild(recipe: FunctionRecipe) -> Any:
 
 
 def _reduce(fn: Any) -> tuple[Any, ...]:
-    recipe = getattr(fn, "recipe", None)
+    compiled: Compiled | None = getattr(fn, "compiled", None)
+    recipe = compiled.recipe if compiled is not None else None
     if recipe is None:
         raise TypeError(
             "cannot pickle this opweave Function: only functions made by opweave.function pickle"

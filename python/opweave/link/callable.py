@@ -17,6 +17,7 @@ from typing import Any
 
 from opweave import _core
 from opweave.graph.basic import Variable
+from opweave.link.compiled import module_part, record_compiled
 
 __all__ = ["Fallback", "InputBinding", "add_note", "compiled_function", "note_failed_node"]
 
@@ -176,17 +177,11 @@ class Fallback:
 def compiled_function(compiled: Any, binding: InputBinding, single: bool) -> Any:
     """A :class:`opweave._core.Function` running ``compiled`` (a
     :class:`~opweave.link.c.basic.CompiledGraph`): one instance of its
-    struct, the fallback above, and the module's source, library and cache
-    outcome as attributes."""
+    struct, the fallback above, and the record of its one module
+    (:class:`~opweave.link.compiled.Compiled`)."""
     fallback = Fallback(binding, compiled.block_names, compiled.output_blocks, compiled.node_blocks)
     fn: Any = _core.Function(  # with the attributes compile.function.Function declares
         module=compiled.module, orphans=compiled.orphans, unpack_single=single, fallback=fallback
     )
     fallback.function = weakref.ref(fn)
-    fn.source = compiled.source
-    fn.library = compiled.library
-    fn.cache_outcome = compiled.outcome
-    fn.compile_seconds = compiled.seconds or {}
-    fn.compile_units = compiled.units
-    fn.whole_because = compiled.whole_because
-    return fn
+    return record_compiled(fn, parts=(module_part(compiled),), whole=True)

@@ -29,6 +29,7 @@ from opweave.link.c._steps import can_run_in_c
 from opweave.link.c.service import GraphBuild
 from opweave.link.c.spec import MissingCCode
 from opweave.link.callable import InputBinding, compiled_function
+from opweave.link.compiled import record_compiled
 
 __all__ = ["linked_function", "links_node_by_node"]
 
@@ -72,10 +73,8 @@ def _node_by_node(build: GraphBuild, binding: InputBinding, single: bool, allow_
         except (MissingCCode, CompileError):
             pass  # the regions find what runs in C, or raise a node's error
         else:
-            fn.node_outcomes = [fn.cache_outcome] * len(nodes)
-            return fn
+            return record_compiled(fn, outcomes=(fn.cache_outcome,) * len(nodes))
     if steps is None:
         steps = region_steps(fgraph, binding.label, nodes, build.no_recycling, parts)
     fn = table_function(fgraph, binding, single, steps, allow_gc, build.no_recycling)
-    fn.compiled_parts = parts
-    return fn
+    return record_compiled(fn, parts=tuple(parts))

@@ -39,9 +39,10 @@ from opweave.link.c._export_lookup import load_exports
 from opweave.link.c._node_keys import NodeCode
 from opweave.link.c._node_memo import computed_together
 from opweave.link.c._step_table import TableStep
-from opweave.link.c._steps import can_run_in_c, compiled_part, neither_way, part, python_step
+from opweave.link.c._steps import can_run_in_c, neither_way, python_step
 from opweave.link.c.service import GraphBuild, node_code, node_thunk
 from opweave.link.c.spec import MissingCCode
+from opweave.link.compiled import ModulePart, module_part
 
 _log = get_logger(__name__)
 
@@ -87,7 +88,7 @@ def reused_steps(
     if any(found is None for found in exported.values()):
         return None
     modules = {id(found[0]): found[0] for found in exported.values() if found is not None}
-    parts.extend(part("hit", {}, (), "", None, m.__file__) for m in modules.values())
+    parts.extend(ModulePart("hit", {}, (), "", None, m.__file__) for m in modules.values())
     steps = []
     for index, (node, code) in enumerate(zip(nodes, codes, strict=True)):
         if code is None:
@@ -208,7 +209,7 @@ def _compiled_region(
         why = first_error(error)
         _log.info("%d nodes do not compile as one module, split in two: %s", len(nodes), why)
         return split()
-    parts.append(compiled_part(compiled))
+    parts.append(module_part(compiled))
     first, last = numbers[id(nodes[0])], numbers[id(nodes[-1])]
     return [
         TableStep(

@@ -30,6 +30,7 @@ from opweave._namedtuple import NamedTuple
 from opweave.graph.basic import Variable, is_constant
 from opweave.graph.fg import FunctionGraph
 from opweave.link.callable import InputBinding, note_failed_node
+from opweave.link.compiled import record_compiled
 
 __all__ = ["TableStep", "table_function"]
 
@@ -225,5 +226,6 @@ def table_function(
     on_error.function = weakref.ref(fn)
     on_error.runner = weakref.ref(runner)
     fn.runner = runner
-    fn.node_outcomes = [outcome for step in steps for outcome in step.outcomes]
-    return fn
+    return record_compiled(
+        fn, outcomes=tuple(outcome for step in steps for outcome in step.outcomes)
+    )

@@ -1,11 +1,9 @@
 """The Python steps of the ``c|py`` loop (:mod:`.opwise`): a node run by its
 ``perform`` or its op's own thunk, its outputs converted once compiled code
-has found one inexact; which nodes may run in C; and the parts a function's
-compile profile lists."""
+has found one inexact; and which nodes may run in C."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from opweave.graph.basic import Apply, Variable
@@ -16,7 +14,7 @@ from opweave.link.c._step_table import TableStep
 from opweave.link.c.hooks import get_hook
 from opweave.link.c.kernels import KERNEL_CLASSES, code_op
 
-__all__ = ["can_run_in_c", "compiled_part", "neither_way", "part", "python_step"]
+__all__ = ["can_run_in_c", "neither_way", "python_step"]
 
 
 def _is_float16(variable: Variable) -> bool:
@@ -37,38 +35,6 @@ def neither_way(node: Apply, index: int) -> MissingCCode:
     return MissingCCode(
         f"node {index} ({node.op}) can run neither in C (no usable C code) nor in "
         f"Python ({type(node.op).__name__} defines no perform)"
-    )
-
-
-def part(
-    outcome: str,
-    seconds: dict[str, float],
-    units: Any,
-    whole_because: str,
-    source: str | None,
-    library: str | None,
-) -> SimpleNamespace:
-    """A module a function uses, as the compile profile reads it."""
-    return SimpleNamespace(
-        cache_outcome=outcome,
-        compile_seconds=seconds,
-        compile_units=units,
-        whole_because=whole_because,
-        source=source,
-        library=library,
-    )
-
-
-def compiled_part(compiled: Any) -> SimpleNamespace:
-    """The part of a compiled region's module (a CompiledGraph)."""
-    seconds = compiled.seconds or {}
-    return part(
-        compiled.outcome,
-        seconds,
-        compiled.units,
-        compiled.whole_because,
-        compiled.source,
-        compiled.library,
     )
 
 
