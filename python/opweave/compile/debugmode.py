@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from opweave.compile._debug_prealloc import KINDS, parse_kinds
-from opweave.compile.mode import Mode
+from opweave.compile._mode import Mode
 from opweave.graph.fg import FunctionGraph
 from opweave.link._debug_errors import (
     BadDestroyMap,
