@@ -1,6 +1,6 @@
-// opweave._core: the runtime's types (cpp/runtime/) added to the module.
+// opweave._core: the runtime's types (cpp/bindings/runtime/) added to the module.
 #include "bindings/bindings.hpp"
-#include "runtime/types.hpp"
+#include "bindings/runtime/types.hpp"
 
 namespace py = pybind11;
 

@@ -34,7 +34,7 @@ void init_cache(pybind11::module_& m);
 void init_remote(pybind11::module_& m);
 void init_compiler(pybind11::module_& m);
 void init_assembly(pybind11::module_& m);
-// The types of cpp/runtime/: Function, StepRunner, CellCall.
+// The types of cpp/bindings/runtime/: Function, StepRunner, CellCall.
 void init_runtime(pybind11::module_& m);
 void init_deps(pybind11::module_& m);
 void init_dep_values(pybind11::module_& m);

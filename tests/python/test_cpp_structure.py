@@ -3,8 +3,8 @@
 Each folder of ``cpp/`` is one concept and its own namespace; tools that
 skip build output must see every folder; ``ModuleCache``'s members are
 defined in the files its header names; only ``cpp/bindings/`` sees
-pybind11, and only it and the CPython runtime (``cpp/runtime/``) see
-``Python.h``.
+``Python.h``, and its CPython runtime (``cpp/bindings/runtime/``) no
+pybind11.
 """
 
 from __future__ import annotations
@@ -34,16 +34,17 @@ _NAMESPACE = re.compile(r"^namespace (opweave(?:::[\w:]+)?) \{", re.MULTILINE)
 
 def test_each_folder_is_its_own_namespace() -> None:
     # opweave:: itself holds the public API (include/opweave/) that a folder
-    # implements; anything below it is named for the folder it lives in.
+    # implements; anything below it is named for the folder it lives in
+    # (cpp/bindings/runtime/: opweave::bindings::runtime, or below).
     wrong, seen = [], set()
-    for folder in sorted(p for p in CPP.iterdir() if p.is_dir()):
-        for path in _sources(folder):
-            for name in _NAMESPACE.findall(path.read_text()):
-                parts = name.split("::")
-                seen.add(name)
-                if len(parts) > 1 and parts[1] != folder.name:
-                    wrong.append(f"{path.relative_to(ROOT)}: {name}")
-    assert {"opweave::cache", "opweave::builder", "opweave::runtime"} <= seen
+    for path in _sources(CPP):
+        folder = list(path.relative_to(CPP).parts[:-1])
+        for name in _NAMESPACE.findall(path.read_text()):
+            parts = name.split("::")[1:]
+            seen.add(name)
+            if parts and parts[: len(folder)] != folder:
+                wrong.append(f"{path.relative_to(ROOT)}: {name}")
+    assert {"opweave::cache", "opweave::builder", "opweave::bindings::runtime"} <= seen
     assert wrong == []
 
 
@@ -56,19 +57,26 @@ def _includes(path: Path) -> set[str]:
     }
 
 
-def test_only_the_bindings_see_pybind11_and_the_runtime_python() -> None:
-    allowed = {"bindings": {"Python.h", "pybind11"}, "runtime": {"Python.h"}}
+def test_only_the_bindings_see_python_and_their_runtime_no_pybind11() -> None:
+    runtime = CPP / "bindings" / "runtime"
     sources = [*_sources(ROOT / "include"), *_sources(CPP)]
     offenders = []
     for path in sources:
-        folder = path.relative_to(ROOT).parts[1]
-        extra = _includes(path) - allowed.get(folder, set())
+        if runtime in path.parents:
+            allowed = {"Python.h"}
+        elif CPP / "bindings" in path.parents:
+            allowed = {"Python.h", "pybind11"}
+        else:
+            allowed = set()
+        extra = _includes(path) - allowed
         if extra:
             offenders.append(f"{path.relative_to(ROOT)}: {sorted(extra)}")
     assert len(sources) > 50 and offenders == []
-    # The runtime stands below the bindings: it includes none of their headers.
-    runtime = _sources(CPP / "runtime")
-    assert runtime and [str(p) for p in runtime if '"bindings/' in p.read_text()] == []
+    # The runtime stands below the binding files: it includes none of their
+    # headers, only its own.
+    binding_header = re.compile(r'"bindings/(?!runtime/)')
+    own = _sources(runtime)
+    assert own and [str(p) for p in own if binding_header.search(p.read_text())] == []
 
 
 def _declared_sections(header: Path, cls: str) -> dict[str, str]:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         and the attributes opweave stores on it, declared here once."""
 
         # How it was compiled, written once (opweave.link.compiled), and
-        # the read-only views of it that cpp/runtime/function.cpp shows.
+        # the read-only views of it that cpp/bindings/runtime/function.cpp shows.
         compiled: Compiled
         source: str
         library: str

@@ -8,7 +8,7 @@ immutable and written only by :func:`record_compiled`; the Function's
 attributes ``source``, ``library``, ``cache_outcome``, ``compile_seconds``,
 ``compile_units``, ``whole_because``, ``compiled_parts``, ``node_outcomes``,
 ``compile_profile`` and ``recipe`` are read-only views of it
-(``cpp/runtime/function.cpp``), so a wrapper that shows another function's
+(``cpp/bindings/runtime/function.cpp``), so a wrapper that shows another function's
 module copies one record, not a list of names.
 """
 

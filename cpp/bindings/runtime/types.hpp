@@ -8,7 +8,7 @@
 
 #include <Python.h>
 
-namespace opweave::runtime {
+namespace opweave::bindings::runtime {
 
 // Each returns a new type object (a new reference), or NULL with an exception
 // set.
@@ -25,4 +25,4 @@ PyObject* new_step_runner_type();
 // (cell_call.cpp).
 PyObject* new_cell_call_type();
 
-}  // namespace opweave::runtime
+}  // namespace opweave::bindings::runtime

@@ -10,7 +10,7 @@
 
 #include "opweave/graph_abi.h"
 
-namespace opweave::runtime::step_runner {
+namespace opweave::bindings::runtime::step_runner {
 
 enum class StepKind : long { compiled = 0, python = 1 };
 
@@ -62,4 +62,4 @@ PyObject* runner_new(PyTypeObject* type, PyObject* args, PyObject* kwargs);
 PyObject* runner_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames);
 
-}  // namespace opweave::runtime::step_runner
+}  // namespace opweave::bindings::runtime::step_runner

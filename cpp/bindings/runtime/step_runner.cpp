@@ -29,11 +29,11 @@
 
 #include <cstddef>
 
-#include "runtime/types.hpp"
-#include "runtime/failed_call.hpp"
-#include "runtime/step_runner.hpp"
+#include "bindings/runtime/types.hpp"
+#include "bindings/runtime/failed_call.hpp"
+#include "bindings/runtime/step_runner.hpp"
 
-namespace opweave::runtime {
+namespace opweave::bindings::runtime {
 
 namespace step_runner {
 
@@ -458,4 +458,4 @@ PyObject* new_step_runner_type() {
     return PyType_FromSpec(&spec);
 }
 
-}  // namespace opweave::runtime
+}  // namespace opweave::bindings::runtime

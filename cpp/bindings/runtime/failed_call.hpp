@@ -4,7 +4,7 @@
 
 #include <Python.h>
 
-namespace opweave::runtime {
+namespace opweave::bindings::runtime {
 
 // The raised exception, normalized and with its traceback attached, as a
 // new reference; NULL (and nothing cleared) if none is set. Clears it.
@@ -16,4 +16,4 @@ PyObject* fetch_error();
 int pack_call(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** positional,
               PyObject** keywords);
 
-}  // namespace opweave::runtime
+}  // namespace opweave::bindings::runtime

@@ -1,7 +1,7 @@
 // opweave._core: the arguments of a compiled call's error handler.
-#include "runtime/failed_call.hpp"
+#include "bindings/runtime/failed_call.hpp"
 
-namespace opweave::runtime {
+namespace opweave::bindings::runtime {
 
 PyObject* fetch_error() {
     PyObject *type, *value, *traceback;
@@ -41,4 +41,4 @@ int pack_call(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObje
     return 0;
 }
 
-}  // namespace opweave::runtime
+}  // namespace opweave::bindings::runtime

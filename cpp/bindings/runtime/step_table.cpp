@@ -14,11 +14,11 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "runtime/failed_call.hpp"
-#include "runtime/step_runner.hpp"
+#include "bindings/runtime/failed_call.hpp"
+#include "bindings/runtime/step_runner.hpp"
 #include "opweave/graph_abi.h"
 
-namespace opweave::runtime::step_runner {
+namespace opweave::bindings::runtime::step_runner {
 
 namespace {
 
@@ -532,4 +532,4 @@ PyObject* runner_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     return result;
 }
 
-}  // namespace opweave::runtime::step_runner
+}  // namespace opweave::bindings::runtime::step_runner

@@ -14,11 +14,11 @@
 
 #include <cstddef>
 
-#include "runtime/types.hpp"
-#include "runtime/failed_call.hpp"
+#include "bindings/runtime/types.hpp"
+#include "bindings/runtime/failed_call.hpp"
 #include "opweave/graph_abi.h"
 
-namespace opweave::runtime {
+namespace opweave::bindings::runtime {
 
 namespace {
 
@@ -502,4 +502,4 @@ PyObject* new_function_type() {
     return PyType_FromSpec(&spec);
 }
 
-}  // namespace opweave::runtime
+}  // namespace opweave::bindings::runtime

@@ -17,10 +17,10 @@
 
 #include <cstddef>
 
-#include "runtime/types.hpp"
-#include "runtime/failed_call.hpp"
+#include "bindings/runtime/types.hpp"
+#include "bindings/runtime/failed_call.hpp"
 
-namespace opweave::runtime {
+namespace opweave::bindings::runtime {
 
 namespace cell_call {
 
@@ -332,4 +332,4 @@ PyObject* new_cell_call_type() {
     return PyType_FromSpec(&spec);
 }
 
-}  // namespace opweave::runtime
+}  // namespace opweave::bindings::runtime
